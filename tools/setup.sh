@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs every Debian package the project needs, at pinned versions.
+# Safe to re-run: when everything is already installed at the pinned version it
+# does nothing and needs no network.
+set -euo pipefail
+
+# package=version, one per line. Bump deliberately, all together.
+PACKAGES=(
+  bazel-bootstrap=4.2.3+ds-9
+  g++=4:12.2.0-3
+  pkg-config=1.8.1-1
+  libgrpc++-dev=1.51.1-3+b1
+  protobuf-compiler-grpc=1.51.1-3+b1
+  libprotobuf-dev=3.21.12-3+deb12u1
+  protobuf-compiler=3.21.12-3+deb12u1
+  libabsl-dev=20220623.1-1+deb12u2
+  libgoogle-glog-dev=0.6.0-2
+  libgflags-dev=2.2.2-2
+  libgtest-dev=1.12.1-0.2
+  libgmock-dev=1.12.1-0.2
+  libsqlite3-dev=3.40.1-2+deb12u2
+  libunwind-dev=1.6.2-3
+  liblzma-dev=5.4.1-1+deb12u2
+  clang-format=1:14.0-55.7~deb12u1
+  buildah=1.28.2+ds1-3+deb12u1+b3
+  umoci=0.4.7+ds-3+b7
+  strace=6.1-0.1
+  util-linux=2.38.1-5+deb12u3
+  file=1:5.44-3
+  gnuplot-nox=5.4.4+dfsg1-2+b2
+)
+
+missing=()
+for spec in "${PACKAGES[@]}"; do
+  name=${spec%%=*}
+  want=${spec#*=}
+  have=$(dpkg-query -W -f='${Status} ${Version}' "$name" 2>/dev/null || true)
+  if [[ "$have" != "install ok installed $want" ]]; then
+    missing+=("$spec")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#PACKAGES[@]} packages present at pinned versions"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends --allow-downgrades "${missing[@]}"
+echo "setup: done"
