@@ -1,0 +1,231 @@
+#include "cmd/lustre-csi/cli.h"
+
+#include <gflags/gflags.h>
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "cmd/lustre-csi/common_flags.h"
+#include "pkg/version/version.h"
+
+namespace lustre_csi::cli {
+namespace {
+
+bool Contains(const std::vector<std::string>& names, absl::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+absl::StatusOr<bool> ParseBool(absl::string_view name, absl::string_view value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  return absl::InvalidArgumentError(
+      absl::StrFormat("invalid value '%s' for --%s: want true or false", value, name));
+}
+
+void PrintVersion(const ParsedArgs& parsed, Streams streams) {
+  version::BuildInfo info = version::GetBuildInfo(FLAGS_drivername);
+  if (parsed.yaml) {
+    streams.out << version::FormatVersionYaml(info);
+  } else {
+    streams.out << version::FormatVersionLine(info) << "\n";
+  }
+}
+
+const Subcommand* Find(const std::vector<Subcommand>& table, absl::string_view name) {
+  for (const Subcommand& sub : table) {
+    if (sub.name == name) return &sub;
+  }
+  return nullptr;
+}
+
+std::string FlagLine(const gflags::CommandLineFlagInfo& info) {
+  std::string shown = info.type == "bool" ? absl::StrCat("--", info.name)
+                                          : absl::StrCat("--", info.name, "=<", info.type, ">");
+  std::string line = absl::StrFormat("  %-34s %s", shown, info.description);
+  if (info.type == "string") {
+    absl::StrAppend(&line, " (default \"", info.default_value, "\")");
+  } else {
+    absl::StrAppend(&line, " (default ", info.default_value, ")");
+  }
+  return line;
+}
+
+}  // namespace
+
+const std::vector<std::string>& LoggingFlags() {
+  static const std::vector<std::string>* const kFlags = new std::vector<std::string>{
+      "v", "vmodule", "logtostderr", "alsologtostderr", "stderrthreshold", "log_dir"};
+  return *kFlags;
+}
+
+absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
+                                      const std::vector<std::string>& allowed) {
+  ParsedArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      parsed.positional.insert(parsed.positional.end(), args.begin() + i + 1, args.end());
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      parsed.positional.push_back(arg);
+      continue;
+    }
+    absl::string_view body = absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
+    size_t eq = body.find('=');
+    std::string name(body.substr(0, eq));
+    bool has_value = eq != absl::string_view::npos;
+    std::string value = has_value ? std::string(body.substr(eq + 1)) : "";
+
+    if (name == "help" || name == "h") {
+      parsed.help = true;
+      continue;
+    }
+    if (name == "version" || name == "yaml") {
+      bool on = true;
+      if (has_value) {
+        absl::StatusOr<bool> b = ParseBool(name, value);
+        if (!b.ok()) return b.status();
+        on = *b;
+      }
+      (name == "version" ? parsed.version : parsed.yaml) = on;
+      continue;
+    }
+
+    bool negated = false;
+    gflags::CommandLineFlagInfo info;
+    bool known = Contains(allowed, name) && gflags::GetCommandLineFlagInfo(name.c_str(), &info);
+    if (!known && absl::StartsWith(name, "no") && !has_value) {
+      std::string positive = name.substr(2);
+      if (Contains(allowed, positive) && gflags::GetCommandLineFlagInfo(positive.c_str(), &info) &&
+          info.type == "bool") {
+        name = positive;
+        negated = true;
+        known = true;
+      }
+    }
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+    if (info.type == "bool") {
+      if (negated) {
+        value = "false";
+      } else if (!has_value) {
+        value = "true";
+      } else {
+        absl::StatusOr<bool> b = ParseBool(name, value);
+        if (!b.ok()) return b.status();
+        value = *b ? "true" : "false";
+      }
+    } else if (!has_value) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
+      }
+      value = args[++i];
+    }
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("invalid value '%s' for --%s: want a %s", value, name, info.type));
+    }
+  }
+  return parsed;
+}
+
+std::string Usage(absl::string_view program, const std::vector<Subcommand>& table) {
+  std::string text = absl::StrFormat(
+      "Usage: %s <subcommand> [flags] [args]\n       %s --version [--yaml]\n\nSubcommands:\n",
+      program, program);
+  for (const Subcommand& sub : table) {
+    absl::StrAppendFormat(&text, "  %-16s %s\n", sub.name, sub.summary);
+  }
+  absl::StrAppendFormat(&text, "  %-16s %s\n", "version",
+                        "print the build identity (--yaml for YAML, --drivername to rename)");
+  absl::StrAppendFormat(&text, "\nRun '%s <subcommand> --help' for its flags.\n", program);
+  return text;
+}
+
+std::string SubcommandHelp(absl::string_view program, const Subcommand& sub) {
+  std::string text =
+      absl::StrFormat("Usage: %s %s %s\n\n%s\n", program, sub.name, sub.usage, sub.summary);
+  if (!sub.description.empty()) absl::StrAppend(&text, "\n", sub.description, "\n");
+  auto append_flags = [&text](absl::string_view title, const std::vector<std::string>& names) {
+    std::vector<std::string> lines;
+    for (const std::string& name : names) {
+      gflags::CommandLineFlagInfo info;
+      if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) lines.push_back(FlagLine(info));
+    }
+    if (lines.empty()) return;
+    absl::StrAppend(&text, "\n", title, ":\n", absl::StrJoin(lines, "\n"), "\n");
+  };
+  append_flags("Flags", sub.flags);
+  append_flags("Logging flags", LoggingFlags());
+  absl::StrAppend(&text,
+                  "\nEvery subcommand also takes --help and --version [--yaml]. Boolean flags "
+                  "take --name, --noname or --name=true|false.\n");
+  return text;
+}
+
+int Dispatch(absl::string_view program, const std::vector<std::string>& argv,
+             const std::vector<Subcommand>& table, Streams streams) {
+  if (argv.empty()) {
+    streams.err << Usage(program, table);
+    return kExitUsage;
+  }
+  const std::string& first = argv[0];
+  const Subcommand* sub = nullptr;
+  std::vector<std::string> rest;
+  std::vector<std::string> allowed = LoggingFlags();
+  bool version_subcommand = first == "version";
+  if (version_subcommand) {
+    rest.assign(argv.begin() + 1, argv.end());
+    allowed.push_back("drivername");
+  } else if (first.empty() || first[0] != '-') {
+    sub = Find(table, first);
+    if (sub == nullptr) {
+      streams.err << program << ": unknown subcommand '" << first << "'\n\n"
+                  << Usage(program, table);
+      return kExitUsage;
+    }
+    rest.assign(argv.begin() + 1, argv.end());
+    allowed.insert(allowed.end(), sub->flags.begin(), sub->flags.end());
+  } else {
+    rest = argv;
+    allowed.push_back("drivername");
+  }
+
+  absl::StatusOr<ParsedArgs> parsed = ParseFlags(rest, allowed);
+  if (!parsed.ok()) {
+    streams.err << program << (sub ? absl::StrCat(" ", sub->name) : "") << ": "
+                << parsed.status().message() << "\nRun '" << program
+                << (sub ? absl::StrCat(" ", sub->name) : "") << " --help' for usage.\n";
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    streams.out << (sub ? SubcommandHelp(program, *sub) : Usage(program, table));
+    return kExitOk;
+  }
+  if (version_subcommand || parsed->version) {
+    if (!parsed->positional.empty()) {
+      streams.err << program << ": the version output takes no arguments\n";
+      return kExitUsage;
+    }
+    PrintVersion(*parsed, streams);
+    return kExitOk;
+  }
+  if (parsed->yaml) {
+    streams.err << program << ": --yaml goes with --version\n";
+    return kExitUsage;
+  }
+  if (sub == nullptr) {
+    streams.err << program << ": no subcommand given\n\n" << Usage(program, table);
+    return kExitUsage;
+  }
+  return sub->run(parsed->positional, streams);
+}
+
+}  // namespace lustre_csi::cli
