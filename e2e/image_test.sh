@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the container image, unpacks it with umoci and runs the binary inside
+# the unpacked root with chroot (podman run is not available on these
+# machines). Checks that the root holds only the binary and that it reports
+# the commit that was built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+archive=$(tools/build_image.sh "$work/image.oci.tar")
+version=$(tr -d '[:space:]' < VERSION)
+
+mkdir "$work/layout"
+tar -xf "$archive" -C "$work/layout"
+umoci unpack --rootless --image "$work/layout:$version" "$work/bundle" >/dev/null
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+contents=$(cd "$work/bundle/rootfs" && find . -mindepth 1 | sort)
+[[ "$contents" == "./lustre-csi" ]] || fail "image root holds more than the binary: $contents"
+
+yaml=$(chroot "$work/bundle/rootfs" /lustre-csi --version --yaml)
+echo "$yaml"
+commit=$(git rev-parse HEAD)
+grep -Eq "^Git Commit: \"?$commit(-dirty)?\"?\$" <<<"$yaml" || fail "image does not report commit $commit"
+grep -q "^Driver Version: $version\$" <<<"$yaml" || fail "image does not report version $version"
+
+# The runtime configuration umoci derives from the image starts the binary.
+tr -d ' \t\n' < "$work/bundle/config.json" | grep -q '"args":\["/lustre-csi"\]' || fail "entrypoint is not /lustre-csi"
+echo "image ok"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone on a fresh Debian bookworm machine:
+# installs what is missing, runs every Bazel test, then the checks that need
+# the built binary outside Bazel (static + reproducible, container image).
+# Ends with one line "tests: N passed, M failed" and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/setup.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "=== bazel test //..."
+bazel test --test_summary=short //... 2>&1 | tee "$log" | grep -vE '^[0-9.]+: src/main/tools/'
+bazel_rc=${PIPESTATUS[0]}
+n_pass=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+n_fail=$(grep -cE '^//[^ ]+ +.*(FAILED|NO STATUS|TIMEOUT|INCOMPLETE)' "$log")
+passed=$((passed + n_pass))
+failed=$((failed + n_fail))
+if [[ $bazel_rc -ne 0 && $n_fail -eq 0 ]]; then
+  echo "bazel test exited $bazel_rc"
+  failed=$((failed + 1))
+fi
+
+step() {
+  local name="$1"
+  shift
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    echo "FAILED: $name"
+    failed=$((failed + 1))
+  fi
+}
+
+step "static and reproducible binary" bash tools/check_static_repro.sh
+step "container image" bash e2e/image_test.sh
+
+echo "tests: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
