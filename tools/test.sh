@@ -14,7 +14,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 echo "=== bazel test //..."
-bazel test --test_summary=short //... 2>&1 | tee "$log" | grep -vE '^[0-9.]+: src/main/tools/'
+bazel test --curses=no --color=no --noshow_progress --test_summary=short //... 2>&1 | tee "$log" | grep -vE '^[0-9.]+: src/main/tools/'
 bazel_rc=${PIPESTATUS[0]}
 n_pass=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 n_fail=$(grep -cE '^//[^ ]+ +.*(FAILED|NO STATUS|TIMEOUT|INCOMPLETE)' "$log")
