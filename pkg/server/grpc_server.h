@@ -1,0 +1,63 @@
+// A gRPC server on a unix socket, as every lustre-csi role serves it.
+//
+// Start() checks the socket path (a stale socket is replaced, a live one is an
+// error), creates the socket owner-only (0600) with no window in which others
+// could connect, and serves the given services together with the standard
+// gRPC health service and server reflection. Shutdown() stops accepting
+// calls, gives in-flight calls a grace period, cancels what is left and
+// removes the socket file.
+//
+// The services are borrowed and must outlive the server. Start() changes the
+// process umask for the duration of the bind; call it before starting threads
+// that create files. Shutdown() is safe to call from any thread, once or more.
+#ifndef LUSTRE_CSI_PKG_SERVER_GRPC_SERVER_H_
+#define LUSTRE_CSI_PKG_SERVER_GRPC_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace lustre_csi::server {
+
+struct GrpcServerOptions {
+  // Requests larger than this are refused with RESOURCE_EXHAUSTED.
+  int max_receive_message_bytes = 4 << 20;
+};
+
+class UnixGrpcServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<UnixGrpcServer>> Start(
+      const std::string& socket_path, const std::vector<grpc::Service*>& services,
+      const GrpcServerOptions& options = {});
+
+  ~UnixGrpcServer();
+
+  UnixGrpcServer(const UnixGrpcServer&) = delete;
+  UnixGrpcServer& operator=(const UnixGrpcServer&) = delete;
+
+  // Reports `serving` for the overall health status ("") and for `service`
+  // names, through the standard grpc.health.v1 service.
+  void SetServing(bool serving);
+
+  void Shutdown(absl::Duration grace);
+
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  UnixGrpcServer(std::string socket_path, std::unique_ptr<grpc::Server> server);
+
+  const std::string socket_path_;
+  absl::Mutex mu_;
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace lustre_csi::server
+
+#endif  // LUSTRE_CSI_PKG_SERVER_GRPC_SERVER_H_
