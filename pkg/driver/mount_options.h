@@ -1,0 +1,26 @@
+// Validation of the mount flags a CO passes in a volume capability.
+//
+// Flags reach `mount -o` joined by commas, so a flag must never carry a comma
+// (it would smuggle in options), whitespace, control characters or a leading
+// '-' (it would read as a command-line switch), and options that change what
+// is mounted or how it propagates (bind, remount, move, propagation changes)
+// are refused. Pure functions, thread-safe.
+#ifndef LUSTRE_CSI_PKG_DRIVER_MOUNT_OPTIONS_H_
+#define LUSTRE_CSI_PKG_DRIVER_MOUNT_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace lustre_csi::driver {
+
+// Returns the options to mount with: "ro" first when `read_only`, then the
+// validated flags in their order, without duplicates and without an "rw"
+// that contradicts `read_only`. INVALID_ARGUMENT names the bad flag.
+absl::StatusOr<std::vector<std::string>> BuildMountOptions(const std::vector<std::string>& flags,
+                                                           bool read_only);
+
+}  // namespace lustre_csi::driver
+
+#endif  // LUSTRE_CSI_PKG_DRIVER_MOUNT_OPTIONS_H_

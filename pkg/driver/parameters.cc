@@ -1,0 +1,227 @@
+#include "pkg/driver/parameters.h"
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+constexpr size_t kMaxSubDirLength = 4096;
+
+struct TemplateVar {
+  const char* variable;
+  const char* context_key;
+};
+
+constexpr TemplateVar kTemplateVars[] = {
+    {"pod.metadata.name", kPodName}, {"pod.metadata.namespace", kPodNamespace},
+    {"pod.metadata.uid", kPodUid},   {"serviceAccount.metadata.name", kServiceAccountName},
+    {"pvc.metadata.name", kPvcName}, {"pvc.metadata.namespace", kPvcNamespace},
+    {"pv.metadata.name", kPvName},
+};
+
+bool IsKubernetesKey(absl::string_view key) {
+  return absl::StartsWithIgnoreCase(key, "csi.storage.k8s.io/") ||
+         absl::StartsWithIgnoreCase(key, "storage.kubernetes.io/");
+}
+
+absl::Status ValidateMgsAddress(absl::string_view mgs) {
+  if (mgs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(kParamMgsIpAddress, " must be provided"));
+  }
+  if (mgs.size() > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(kParamMgsIpAddress, " is too long"));
+  }
+  for (char c : mgs) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != ':' && c != '@' && c != ',' && c != '-' &&
+        c != '_') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kParamMgsIpAddress, " '", absl::CHexEscape(mgs),
+                       "' has a character other than ", "letters, digits and . : @ , - _"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateFsName(absl::string_view fs) {
+  bool ok = !fs.empty() && fs.size() <= 8;
+  for (char c : fs) ok = ok && (absl::ascii_isalnum(c) || c == '_' || c == '-');
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(kParamFsName, " '", absl::CHexEscape(fs),
+                                                   "' must be 1 to 8 of [A-Za-z0-9_-]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> ParseUint(absl::string_view key, absl::string_view value, int base,
+                                   uint32_t max) {
+  uint32_t out = 0;
+  bool ok = base == 8 ? absl::numbers_internal::safe_strtou32_base(value, &out, 8)
+                      : absl::SimpleAtoi(value, &out);
+  if (!ok || out > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter ", key, " has a bad value '", absl::CHexEscape(value), "'"));
+  }
+  return out;
+}
+
+absl::StatusOr<bool> ParseBoolParam(absl::string_view key, absl::string_view value) {
+  if (absl::EqualsIgnoreCase(value, "true")) return true;
+  if (absl::EqualsIgnoreCase(value, "false") || value.empty()) return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("parameter ", key, " must be true or false, not '", value, "'"));
+}
+
+}  // namespace
+
+absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::string>& params) {
+  LustreParams out;
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : params) {
+    std::string k = absl::AsciiStrToLower(key);
+    if (k == kParamMgsIpAddress) {
+      out.mgs_address = value;
+    } else if (k == kParamFsName) {
+      out.fs_name = value;
+    } else if (k == kParamSubDir) {
+      out.sub_dir = value;
+    } else if (k == kParamCreatedByDynamicProvisioning) {
+      // Written by CreateVolume into the context; carries nothing for us.
+    } else if (k == kParamCreateSubDir) {
+      absl::StatusOr<bool> b = ParseBoolParam(key, value);
+      if (!b.ok()) return b.status();
+      out.provisioning.enabled = *b;
+    } else if (k == kParamSubDirMode) {
+      absl::StatusOr<uint32_t> mode = ParseUint(key, value, 8, 07777);
+      if (!mode.ok()) return mode.status();
+      out.provisioning.mode = *mode;
+    } else if (k == kParamSubDirUid || k == kParamSubDirGid) {
+      absl::StatusOr<uint32_t> id = ParseUint(key, value, 10, 0xfffffffe);
+      if (!id.ok()) return id.status();
+      (k == kParamSubDirUid ? out.provisioning.uid : out.provisioning.gid) = *id;
+    } else if (k == kParamSubDirOnDelete) {
+      std::string policy = absl::AsciiStrToLower(value);
+      if (policy != "delete" && policy != "retain") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parameter ", key, " must be delete or retain, not '", absl::CHexEscape(value), "'"));
+      }
+      out.provisioning.delete_on_delete = policy == "delete";
+    } else if (IsKubernetesKey(key)) {
+      out.kubernetes[key] = value;
+    } else {
+      unknown.push_back(absl::CHexEscape(key));
+    }
+  }
+  if (!unknown.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown parameter(s): ", absl::StrJoin(unknown, ", "), "; known: ", kParamMgsIpAddress,
+        ", ", kParamFsName, ", ", kParamSubDir, ", ", kParamCreateSubDir, ", ", kParamSubDirMode,
+        ", ", kParamSubDirUid, ", ", kParamSubDirGid, ", ", kParamSubDirOnDelete));
+  }
+  if (absl::Status s = ValidateMgsAddress(out.mgs_address); !s.ok()) return s;
+  if (out.fs_name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(kParamFsName, " must be provided"));
+  }
+  if (absl::Status s = ValidateFsName(out.fs_name); !s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::string> FillSubDir(absl::string_view sub_dir,
+                                       const std::map<std::string, std::string>& kubernetes) {
+  if (sub_dir.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("sub-dir contains a NUL byte");
+  }
+  std::string filled;
+  absl::string_view rest = sub_dir;
+  while (!rest.empty()) {
+    size_t start = rest.find("${");
+    if (start == absl::string_view::npos) {
+      filled.append(rest.data(), rest.size());
+      break;
+    }
+    filled.append(rest.data(), start);
+    size_t end = rest.find('}', start);
+    if (end == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sub-dir '", absl::CHexEscape(sub_dir), "' has an unterminated ${"));
+    }
+    absl::string_view var = rest.substr(start + 2, end - start - 2);
+    const TemplateVar* found = nullptr;
+    for (const TemplateVar& t : kTemplateVars) {
+      if (var == t.variable) found = &t;
+    }
+    if (found == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sub-dir uses unknown variable ${", absl::CHexEscape(var),
+          "}; known: ${pod.metadata.name}, ${pod.metadata.namespace}, ${pod.metadata.uid}, "
+          "${serviceAccount.metadata.name}, ${pvc.metadata.name}, ${pvc.metadata.namespace}, "
+          "${pv.metadata.name}"));
+    }
+    std::string value;
+    for (const auto& [key, v] : kubernetes) {
+      if (absl::EqualsIgnoreCase(key, found->context_key)) value = v;
+    }
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sub-dir uses ${", found->variable, "} but the volume context has no ",
+                       found->context_key,
+                       " (pod facts need podInfoOnMount: true on the CSIDriver; PVC and PV "
+                       "facts need the provisioner's --extra-create-metadata)"));
+    }
+    if (value == "." || value == ".." || value.find('/') != std::string::npos ||
+        value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", absl::CHexEscape(value), "' of ${",
+                                                     found->variable,
+                                                     "} cannot be a path segment"));
+    }
+    filled += value;
+    rest.remove_prefix(end + 1);
+  }
+
+  if (absl::StartsWith(filled, "/")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sub-dir '", absl::CHexEscape(filled), "' must be relative to the fs root"));
+  }
+  std::vector<absl::string_view> parts;
+  for (absl::string_view part : absl::StrSplit(filled, '/', absl::SkipEmpty())) {
+    if (part == "." || part == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sub-dir '", absl::CHexEscape(filled), "' has a '", part, "' component"));
+    }
+    parts.push_back(part);
+  }
+  std::string normalised = absl::StrJoin(parts, "/");
+  if (normalised.size() > kMaxSubDirLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sub-dir is ", normalised.size(), " bytes long; at most ", kMaxSubDirLength));
+  }
+  return normalised;
+}
+
+std::string MountSource(absl::string_view mgs_address, absl::string_view fs_name,
+                        absl::string_view sub_dir) {
+  std::string source;
+  if (absl::StrContains(mgs_address, '@')) {
+    source = std::string(mgs_address);
+  } else {
+    // Bare addresses: each one of a failover (':') or multi-NID (',') list
+    // gets the TCP network.
+    for (char c : mgs_address) {
+      if (c == ':' || c == ',') source += "@tcp";
+      source += c;
+    }
+    source += "@tcp";
+  }
+  absl::StrAppend(&source, ":/", fs_name);
+  if (!sub_dir.empty()) absl::StrAppend(&source, "/", sub_dir);
+  return source;
+}
+
+}  // namespace lustre_csi::driver

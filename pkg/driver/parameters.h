@@ -1,0 +1,81 @@
+// StorageClass parameters and volume context of a Lustre volume.
+//
+// Keys are matched case-insensitively. Unknown keys are INVALID_ARGUMENT
+// naming the key, except those in the namespaces Kubernetes reserves for
+// itself ("csi.storage.k8s.io/", "storage.kubernetes.io/"), which carry pod,
+// PVC and PV facts for sub-dir templates. Pure functions, thread-safe.
+#ifndef LUSTRE_CSI_PKG_DRIVER_PARAMETERS_H_
+#define LUSTRE_CSI_PKG_DRIVER_PARAMETERS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lustre_csi::driver {
+
+inline constexpr char kParamMgsIpAddress[] = "mgs-ip-address";
+inline constexpr char kParamFsName[] = "fs-name";
+inline constexpr char kParamSubDir[] = "sub-dir";
+inline constexpr char kParamCreatedByDynamicProvisioning[] = "created-by-dynamic-provisioning";
+// Sub-dir provisioning: CreateVolume creates the sub-dir, DeleteVolume
+// removes ("delete") or keeps ("retain", the default) it.
+inline constexpr char kParamCreateSubDir[] = "create-sub-dir";
+inline constexpr char kParamSubDirMode[] = "sub-dir-mode";
+inline constexpr char kParamSubDirUid[] = "sub-dir-uid";
+inline constexpr char kParamSubDirGid[] = "sub-dir-gid";
+inline constexpr char kParamSubDirOnDelete[] = "sub-dir-on-delete";
+
+// Context keys Kubernetes fills (with podInfoOnMount and the provisioner's
+// --extra-create-metadata).
+inline constexpr char kPodName[] = "csi.storage.k8s.io/pod.name";
+inline constexpr char kPodNamespace[] = "csi.storage.k8s.io/pod.namespace";
+inline constexpr char kPodUid[] = "csi.storage.k8s.io/pod.uid";
+inline constexpr char kServiceAccountName[] = "csi.storage.k8s.io/serviceAccount.name";
+inline constexpr char kPvcName[] = "csi.storage.k8s.io/pvc/name";
+inline constexpr char kPvcNamespace[] = "csi.storage.k8s.io/pvc/namespace";
+inline constexpr char kPvName[] = "csi.storage.k8s.io/pv/name";
+
+struct SubDirProvisioning {
+  bool enabled = false;
+  uint32_t mode = 0775;
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  bool delete_on_delete = false;
+};
+
+struct LustreParams {
+  std::string mgs_address;
+  std::string fs_name;
+  std::string sub_dir;  // as given: may hold ${...} templates
+  // The Kubernetes-reserved keys, with their original spelling.
+  std::map<std::string, std::string> kubernetes;
+  SubDirProvisioning provisioning;
+};
+
+// Parses `params`; mgs-ip-address and fs-name are required. Validates the
+// MGS address (an IP or host, or a NID list such as "10.0.0.4@tcp" or
+// "a@o2ib:b@o2ib") and the fs-name (1 to 8 of [A-Za-z0-9_-], Lustre's limit).
+absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::string>& params);
+
+// Fills the ${...} variables of `sub_dir` from `kubernetes` (see
+// parameters.cc for the table) and normalises the result to a relative path
+// "a/b/c" that provably stays inside the file system: no absolute path, no
+// "." or ".." component, no NUL, no value that smuggles a '/', at most 4096
+// bytes. An empty result means the file system root. Unknown variables and
+// variables whose context key is missing are INVALID_ARGUMENT.
+absl::StatusOr<std::string> FillSubDir(absl::string_view sub_dir,
+                                       const std::map<std::string, std::string>& kubernetes);
+
+// "<mgs>@tcp:/<fs>[/<sub-dir>]"; an MGS address that already names its LNet
+// network ("...@o2ib", a NID list) is used as it is, and each address of a
+// bare list ("a:b", "a,b") gets "@tcp".
+std::string MountSource(absl::string_view mgs_address, absl::string_view fs_name,
+                        absl::string_view sub_dir);
+
+}  // namespace lustre_csi::driver
+
+#endif  // LUSTRE_CSI_PKG_DRIVER_PARAMETERS_H_

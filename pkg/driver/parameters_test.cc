@@ -1,0 +1,148 @@
+#include "pkg/driver/parameters.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseLustreParamsTest, KeysAreCaseInsensitive) {
+  auto p = ParseLustreParams({{"MGS-IP-Address", "10.0.0.4"},
+                              {"FS-Name", "lustrefs"},
+                              {"Sub-Dir", "a/${pv.metadata.name}"}});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->mgs_address, "10.0.0.4");
+  EXPECT_EQ(p->fs_name, "lustrefs");
+  EXPECT_EQ(p->sub_dir, "a/${pv.metadata.name}");
+  EXPECT_FALSE(p->provisioning.enabled);
+}
+
+TEST(ParseLustreParamsTest, KubernetesKeysAreKeptOthersNamed) {
+  auto p = ParseLustreParams({{"mgs-ip-address", "10.0.0.4"},
+                              {"fs-name", "fs"},
+                              {kPvcName, "data"},
+                              {"storage.kubernetes.io/csiProvisionerIdentity", "x"},
+                              {kParamCreatedByDynamicProvisioning, "f"}});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->kubernetes.at(kPvcName), "data");
+
+  auto bad = ParseLustreParams(
+      {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "fs"}, {"skuname", "x"}, {"zone", "1"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("skuname"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("zone"));
+}
+
+TEST(ParseLustreParamsTest, SubDirProvisioning) {
+  auto p = ParseLustreParams({{"mgs-ip-address", "10.0.0.4"},
+                              {"fs-name", "fs"},
+                              {"create-sub-dir", "TRUE"},
+                              {"sub-dir-mode", "2770"},
+                              {"sub-dir-uid", "1000"},
+                              {"sub-dir-gid", "2000"},
+                              {"sub-dir-on-delete", "Delete"}});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->provisioning.enabled);
+  EXPECT_EQ(p->provisioning.mode, 02770u);
+  EXPECT_EQ(p->provisioning.uid, 1000u);
+  EXPECT_EQ(p->provisioning.gid, 2000u);
+  EXPECT_TRUE(p->provisioning.delete_on_delete);
+}
+
+struct BadParams {
+  std::map<std::string, std::string> params;
+  const char* message;
+};
+
+class BadParamsTest : public testing::TestWithParam<BadParams> {};
+
+TEST_P(BadParamsTest, InvalidArgumentNamingTheProblem) {
+  auto p = ParseLustreParams(GetParam().params);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadParamsTest,
+    testing::Values(
+        BadParams{{{"fs-name", "fs"}}, "mgs-ip-address must be provided"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4"}}, "fs-name must be provided"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "toolongname"}}, "1 to 8"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "a/b"}}, "1 to 8"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4:/other"}, {"fs-name", "fs"}}, "character"},
+        BadParams{{{"mgs-ip-address", "1.2.3.4 -o x"}, {"fs-name", "fs"}}, "character"},
+        BadParams{{{"mgs-ip-address", "m"}, {"fs-name", "fs"}, {"sub-dir-mode", "9"}},
+                  "sub-dir-mode"},
+        BadParams{{{"mgs-ip-address", "m"}, {"fs-name", "fs"}, {"sub-dir-uid", "-1"}},
+                  "sub-dir-uid"},
+        BadParams{{{"mgs-ip-address", "m"}, {"fs-name", "fs"}, {"create-sub-dir", "yes"}},
+                  "true or false"},
+        BadParams{{{"mgs-ip-address", "m"}, {"fs-name", "fs"}, {"sub-dir-on-delete", "wipe"}},
+                  "delete or retain"}));
+
+const std::map<std::string, std::string> kPodContext = {
+    {kPodName, "web-0"},    {kPodNamespace, "team"},
+    {kPodUid, "1234-abcd"}, {kServiceAccountName, "sa"},
+    {kPvcName, "data"},     {kPvcNamespace, "team"},
+    {kPvName, "pv-9"}};
+
+struct FillCase {
+  std::string sub_dir;
+  std::string want;  // empty with ok=false: error
+  bool ok;
+};
+
+class FillSubDirTest : public testing::TestWithParam<FillCase> {};
+
+TEST_P(FillSubDirTest, Table) {
+  auto got = FillSubDir(GetParam().sub_dir, kPodContext);
+  ASSERT_EQ(got.ok(), GetParam().ok) << GetParam().sub_dir << ": " << got.status();
+  if (got.ok()) {
+    EXPECT_EQ(*got, GetParam().want);
+  } else {
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, FillSubDirTest,
+    testing::Values(
+        FillCase{"", "", true}, FillCase{"plain", "plain", true}, FillCase{"a//b/", "a/b", true},
+        FillCase{"${pvc.metadata.namespace}/${pvc.metadata.name}_${pod.metadata.name}",
+                 "team/data_web-0", true},
+        FillCase{"${pod.metadata.uid}-${serviceAccount.metadata.name}-${pv.metadata.name}",
+                 "1234-abcd-sa-pv-9", true},
+        FillCase{"x/${pod.metadata.namespace}", "x/team", true}, FillCase{"/abs", "", false},
+        FillCase{"../escape", "", false}, FillCase{"a/../../b", "", false},
+        FillCase{"a/./b", "", false}, FillCase{"..", "", false},
+        FillCase{"${pod.metadata.labels}", "", false}, FillCase{"${pod.metadata.name", "", false},
+        FillCase{std::string("a\0b", 3), "", false}, FillCase{std::string(5000, 'x'), "", false}));
+
+TEST(FillSubDirTest, MissingContextKeyExplains) {
+  auto got = FillSubDir("${pod.metadata.name}", {});
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("podInfoOnMount"));
+}
+
+TEST(FillSubDirTest, HostileValuesCannotEscape) {
+  for (const char* value : {"..", ".", "a/../..", "x/y"}) {
+    auto got = FillSubDir("${pod.metadata.name}", {{kPodName, value}});
+    EXPECT_FALSE(got.ok()) << value;
+  }
+}
+
+TEST(MountSourceTest, Table) {
+  EXPECT_EQ(MountSource("10.0.0.4", "lustrefs", ""), "10.0.0.4@tcp:/lustrefs");
+  EXPECT_EQ(MountSource("10.0.0.4", "fs", "a/b"), "10.0.0.4@tcp:/fs/a/b");
+  EXPECT_EQ(MountSource("10.0.0.4@o2ib", "fs", ""), "10.0.0.4@o2ib:/fs");
+  EXPECT_EQ(MountSource("10.0.0.4@tcp:10.0.0.5@tcp", "fs", "d"), "10.0.0.4@tcp:10.0.0.5@tcp:/fs/d");
+  EXPECT_EQ(MountSource("10.0.0.4:10.0.0.5", "fs", ""), "10.0.0.4@tcp:10.0.0.5@tcp:/fs");
+  EXPECT_EQ(MountSource("10.0.0.4,10.0.0.6", "fs", ""), "10.0.0.4@tcp,10.0.0.6@tcp:/fs");
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver

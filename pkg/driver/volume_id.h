@@ -1,0 +1,40 @@
+// Lustre volume ids in the Azure Lustre CSI driver's format:
+//
+//   <name>#<fs-name>#<mgs-ip-address>#<sub-dir>#<t|f>#<resource-group>
+//
+// split on '#', with 3 to 6 fields. The 5th field says whether the file
+// system itself was created by dynamic provisioning; this driver never does
+// that and writes "f". Static PersistentVolumes may use any unique string as
+// their handle, so the node never relies on the id: the volume context is
+// authoritative there. Pure functions, thread-safe.
+#ifndef LUSTRE_CSI_PKG_DRIVER_VOLUME_ID_H_
+#define LUSTRE_CSI_PKG_DRIVER_VOLUME_ID_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lustre_csi::driver {
+
+struct VolumeId {
+  std::string name;
+  std::string fs_name;
+  std::string mgs_address;
+  std::string sub_dir;  // empty: the file system root
+  bool created_file_system = false;
+  std::string resource_group;
+
+  bool operator==(const VolumeId& other) const;
+};
+
+// INVALID_ARGUMENT unless the id has 3 to 6 '#'-separated fields with a
+// non-empty name, fs-name and MGS address and a 5th field of "t", "f" or "".
+absl::StatusOr<VolumeId> ParseVolumeId(absl::string_view id);
+
+// Always writes 5 fields, and the 6th only when a resource group is set.
+std::string FormatVolumeId(const VolumeId& id);
+
+}  // namespace lustre_csi::driver
+
+#endif  // LUSTRE_CSI_PKG_DRIVER_VOLUME_ID_H_
