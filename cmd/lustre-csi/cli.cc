@@ -16,15 +16,20 @@
 namespace lustre_csi::cli {
 namespace {
 
+std::string Dashed(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
 bool Contains(const std::vector<std::string>& names, absl::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-absl::StatusOr<bool> ParseBool(absl::string_view name, absl::string_view value) {
+absl::StatusOr<bool> ParseBool(const std::string& name, absl::string_view value) {
   if (value == "true" || value == "1") return true;
   if (value == "false" || value == "0") return false;
   return absl::InvalidArgumentError(
-      absl::StrFormat("invalid value '%s' for --%s: want true or false", value, name));
+      absl::StrFormat("invalid value '%s' for --%s: want true or false", value, Dashed(name)));
 }
 
 void PrintVersion(const ParsedArgs& parsed, Streams streams) {
@@ -44,8 +49,9 @@ const Subcommand* Find(const std::vector<Subcommand>& table, absl::string_view n
 }
 
 std::string FlagLine(const gflags::CommandLineFlagInfo& info) {
-  std::string shown = info.type == "bool" ? absl::StrCat("--", info.name)
-                                          : absl::StrCat("--", info.name, "=<", info.type, ">");
+  std::string shown = info.type == "bool"
+                          ? absl::StrCat("--", Dashed(info.name))
+                          : absl::StrCat("--", Dashed(info.name), "=<", info.type, ">");
   std::string line = absl::StrFormat("  %-34s %s", shown, info.description);
   if (info.type == "string") {
     absl::StrAppend(&line, " (default \"", info.default_value, "\")");
@@ -78,7 +84,10 @@ absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
     }
     absl::string_view body = absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
     size_t eq = body.find('=');
+    // Flags are spelled with dashes (--mount-mode), as the Go CSI drivers do;
+    // gflags names use underscores.
     std::string name(body.substr(0, eq));
+    std::replace(name.begin(), name.end(), '-', '_');
     bool has_value = eq != absl::string_view::npos;
     std::string value = has_value ? std::string(body.substr(eq + 1)) : "";
 
@@ -110,7 +119,7 @@ absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
       }
     }
     if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", Dashed(name)));
     }
     if (info.type == "bool") {
       if (negated) {
@@ -124,13 +133,13 @@ absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
       }
     } else if (!has_value) {
       if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
+        return absl::InvalidArgumentError(absl::StrCat("flag --", Dashed(name), " needs a value"));
       }
       value = args[++i];
     }
     if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("invalid value '%s' for --%s: want a %s", value, name, info.type));
+      return absl::InvalidArgumentError(absl::StrFormat("invalid value '%s' for --%s: want a %s",
+                                                        value, Dashed(name), info.type));
     }
   }
   return parsed;

@@ -53,6 +53,8 @@ struct ParsedArgs {
   std::vector<std::string> positional;
 };
 
+// Dashes and underscores in flag names are the same (`--mount-mode` sets
+// gflags' mount_mode); help and errors print dashes.
 // Sets each `--name=value`, `--name value`, `--name` / `--noname` (booleans)
 // among `args` whose name is in `allowed`, through gflags, and returns the
 // rest. `--help`, `-h`, `--version` and `--yaml` are understood everywhere.

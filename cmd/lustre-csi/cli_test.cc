@@ -78,11 +78,11 @@ TEST_F(DispatchTest, TopLevelHelpListsSubcommandsOnStdout) {
 TEST_F(DispatchTest, SubcommandHelpListsOnlyItsFlags) {
   EXPECT_EQ(Run({"serve", "--help"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("Usage: prog serve [flags]"));
-  EXPECT_THAT(out_.str(), HasSubstr("--test_endpoint=<string>"));
+  EXPECT_THAT(out_.str(), HasSubstr("--test-endpoint=<string>"));
   EXPECT_THAT(out_.str(), HasSubstr("(default \"unix:///tmp/csi.sock\")"));
-  EXPECT_THAT(out_.str(), HasSubstr("--test_count=<int32>"));
+  EXPECT_THAT(out_.str(), HasSubstr("--test-count=<int32>"));
   EXPECT_THAT(out_.str(), HasSubstr("--v=<int32>"));
-  EXPECT_THAT(out_.str(), Not(HasSubstr("other_flag")));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("other-flag")));
   EXPECT_FALSE(ran_);
 }
 
@@ -95,6 +95,14 @@ TEST_F(DispatchTest, RunsWithFlagsAndPositionals) {
   EXPECT_EQ(FLAGS_test_count, 9);
   EXPECT_TRUE(FLAGS_test_switch);
   EXPECT_THAT(args_, ElementsAre("pos1", "--not-a-flag"));
+}
+
+TEST_F(DispatchTest, DashesAndUnderscoresAreOneName) {
+  EXPECT_EQ(Run({"serve", "--test-endpoint=unix:///b.sock", "--test_count=5", "--notest-switch"}),
+            7);
+  EXPECT_EQ(FLAGS_test_endpoint, "unix:///b.sock");
+  EXPECT_EQ(FLAGS_test_count, 5);
+  EXPECT_FALSE(FLAGS_test_switch);
 }
 
 TEST_F(DispatchTest, NegatedBooleanAndSingleDash) {
@@ -119,16 +127,16 @@ TEST_P(BadUseTest, ExitsTwoWithMessage) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, BadUseTest,
-    testing::Values(BadUse{{"serve", "--other_flag=x"}, "unknown flag --other_flag"},
+    testing::Values(BadUse{{"serve", "--other_flag=x"}, "unknown flag --other-flag"},
                     BadUse{{"serve", "--nosuch"}, "unknown flag --nosuch"},
-                    BadUse{{"serve", "--test_count=many"}, "invalid value 'many' for --test_count"},
-                    BadUse{{"serve", "--test_count"}, "flag --test_count needs a value"},
+                    BadUse{{"serve", "--test_count=many"}, "invalid value 'many' for --test-count"},
+                    BadUse{{"serve", "--test_count"}, "flag --test-count needs a value"},
                     BadUse{{"serve", "--test_switch=maybe"},
-                           "invalid value 'maybe' for --test_switch"},
-                    BadUse{{"serve", "--notest_count"}, "unknown flag --notest_count"},
+                           "invalid value 'maybe' for --test-switch"},
+                    BadUse{{"serve", "--notest_count"}, "unknown flag --notest-count"},
                     BadUse{{"serve", "--yaml"}, "--yaml goes with --version"},
                     BadUse{{"--yaml"}, "--yaml goes with --version"},
-                    BadUse{{"--test_endpoint=x"}, "unknown flag --test_endpoint"},
+                    BadUse{{"--test_endpoint=x"}, "unknown flag --test-endpoint"},
                     BadUse{{"version", "extra"}, "takes no arguments"},
                     BadUse{{"--v=3"}, "no subcommand given"}));
 
