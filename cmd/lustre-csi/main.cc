@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cmd/lustre-csi/cli.h"
+#include "cmd/lustre-csi/driver_cmd.h"
 
 namespace lustre_csi {
 namespace {
@@ -26,8 +27,8 @@ cli::Subcommand NotBuilt(std::string name, std::string summary) {
 
 std::vector<cli::Subcommand> Subcommands() {
   return {
-      NotBuilt("node", "serve CSI Identity + Node for Lustre on a unix socket"),
-      NotBuilt("controller", "serve CSI Identity + Controller for Lustre on a unix socket"),
+      NodeSubcommand(),
+      ControllerSubcommand(),
       NotBuilt("plugin-manager", "discover, health-check and mount through local CSI plugins"),
   };
 }

@@ -1,0 +1,267 @@
+#include "cmd/lustre-csi/driver_cmd.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "cmd/lustre-csi/common_flags.h"
+#include "pkg/driver/controller.h"
+#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/node.h"
+#include "pkg/driver/registration.h"
+#include "pkg/driver/services.h"
+#include "pkg/server/endpoint.h"
+#include "pkg/server/grpc_server.h"
+#include "pkg/server/http_server.h"
+#include "pkg/server/metrics.h"
+#include "pkg/server/signals.h"
+#include "pkg/version/version.h"
+#include "pkg/volume/linux_syscalls.h"
+#include "pkg/volume/mounter.h"
+
+DEFINE_string(endpoint, "unix:///csi/csi.sock",
+              "CSI endpoint: unix:///abs/path.sock or unix://relative.sock; when not given, "
+              "the CSI_ENDPOINT environment variable, then this default");
+DEFINE_string(nodeid, "", "this node's id, reported by NodeGetInfo (required for node)");
+DEFINE_string(mount_mode, "lustre",
+              "how volumes are mounted: lustre (mount -t lustre), mock (target directory only, "
+              "for conformance suites) or local (bind mount of <local-root>/<fs>[/<sub-dir>])");
+DEFINE_bool(enable_azurelustre_mock_mount, false, "same as --mount-mode=mock");
+DEFINE_string(local_root, "", "root directory standing in for file systems in local mode");
+DEFINE_string(working_mount_dir, "/tmp",
+              "where the file system root is mounted briefly to create a missing sub-dir");
+DEFINE_int32(max_concurrent_mounts, 8, "Lustre mounts in flight at once");
+DEFINE_int32(mount_timeout_seconds, 120, "a mount that takes longer is killed and fails");
+DEFINE_int64(max_volumes_per_node, 0, "reported by NodeGetInfo; 0 means no limit");
+DEFINE_string(topology, "", "node topology for NodeGetInfo, as key=value[,key=value]");
+DEFINE_string(metrics_address, "",
+              "host:port for HTTP /metrics, /healthz and /readyz; empty disables");
+DEFINE_string(plugin_registration_dir, "",
+              "kubelet plugin-registration directory; when set, the node serves the kubelet "
+              "registration API there itself (no node-driver-registrar sidecar needed)");
+DEFINE_string(kubelet_registration_path, "",
+              "the CSI socket path as the kubelet sees it (default: the --endpoint path)");
+DEFINE_int32(shutdown_grace_seconds, 30,
+             "on SIGTERM, how long in-flight calls may take before they are cancelled");
+
+namespace lustre_csi {
+namespace {
+
+using server::HttpServer;
+using server::UnixGrpcServer;
+
+const std::vector<std::string> kSharedFlags = {"endpoint", "drivername", "metrics_address",
+                                               "shutdown_grace_seconds"};
+
+std::string EndpointFlag() {
+  gflags::CommandLineFlagInfo info;
+  gflags::GetCommandLineFlagInfo("endpoint", &info);
+  const char* env = std::getenv("CSI_ENDPOINT");
+  if (info.is_default && env != nullptr && *env != '\0') return env;
+  return FLAGS_endpoint;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseTopology(const std::string& text) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--topology: '", pair, "' is not key=value"));
+    }
+    out[kv[0]] = kv[1];
+  }
+  return out;
+}
+
+// Everything a role serves, started in order and stopped in reverse.
+struct Serving {
+  std::unique_ptr<UnixGrpcServer> csi;
+  std::unique_ptr<UnixGrpcServer> registration;
+  std::unique_ptr<HttpServer> http;
+};
+
+int Fail(cli::Streams streams, const std::string& role, const absl::Status& status) {
+  streams.err << "lustre-csi " << role << ": " << status.message() << "\n";
+  LOG(ERROR) << role << " failed to start: " << status;
+  return cli::kExitFailure;
+}
+
+// Serves until SIGTERM or SIGINT, then stops accepting calls, lets in-flight
+// ones finish within the grace period and removes the sockets. Mounts stay.
+int ServeUntilSignal(const std::string& role, Serving& serving) {
+  int sig = server::WaitForTerminationSignal();
+  LOG(INFO) << role << ": received signal " << sig << ", shutting down";
+  absl::Duration grace = absl::Seconds(FLAGS_shutdown_grace_seconds);
+  if (serving.registration) serving.registration->Shutdown(absl::ZeroDuration());
+  serving.csi->SetServing(false);
+  serving.csi->Shutdown(grace);
+  if (serving.http) serving.http->Stop();
+  LOG(INFO) << role << ": stopped";
+  return cli::kExitOk;
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(server::MetricsRegistry* metrics,
+                                                      std::function<absl::Status()> ready) {
+  if (FLAGS_metrics_address.empty()) return std::unique_ptr<HttpServer>();
+  return HttpServer::Start(FLAGS_metrics_address, metrics, std::move(ready));
+}
+
+int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
+  if (!args.empty()) {
+    streams.err << "lustre-csi node: unexpected argument '" << args[0] << "'\n";
+    return cli::kExitUsage;
+  }
+  if (FLAGS_nodeid.empty()) {
+    streams.err << "lustre-csi node: --nodeid is required\n";
+    return cli::kExitUsage;
+  }
+  std::string mode = FLAGS_enable_azurelustre_mock_mount ? "mock" : FLAGS_mount_mode;
+  if (mode != "lustre" && mode != "mock" && mode != "local") {
+    streams.err << "lustre-csi node: --mount-mode must be lustre, mock or local, not '" << mode
+                << "'\n";
+    return cli::kExitUsage;
+  }
+  if (mode == "local" && FLAGS_local_root.empty()) {
+    streams.err << "lustre-csi node: --mount-mode=local needs --local-root\n";
+    return cli::kExitUsage;
+  }
+  if (FLAGS_max_concurrent_mounts < 1 || FLAGS_mount_timeout_seconds < 1) {
+    streams.err << "lustre-csi node: --max-concurrent-mounts and --mount-timeout-seconds must "
+                   "be at least 1\n";
+    return cli::kExitUsage;
+  }
+  absl::StatusOr<std::map<std::string, std::string>> topology = ParseTopology(FLAGS_topology);
+  if (!topology.ok()) return Fail(streams, "node", topology.status());
+  absl::StatusOr<std::string> socket = server::ParseUnixEndpoint(EndpointFlag());
+  if (!socket.ok()) return Fail(streams, "node", socket.status());
+
+  server::BlockTerminationSignals();
+  std::unique_ptr<volume::Syscalls> sys = volume::NewLinuxSyscalls();
+  std::unique_ptr<driver::MountBackend> backend;
+  if (mode == "lustre") {
+    driver::LustreBackendOptions options;
+    options.working_mount_dir = FLAGS_working_mount_dir;
+    backend = driver::NewLustreBackend(
+        sys.get(), volume::NewExecMounter("/bin/mount", absl::Seconds(FLAGS_mount_timeout_seconds)),
+        options);
+  } else if (mode == "mock") {
+    backend = driver::NewMockBackend();
+  } else {
+    backend = driver::NewLocalBackend(sys.get(), FLAGS_local_root);
+  }
+
+  driver::NodeOptions options;
+  options.node_id = FLAGS_nodeid;
+  options.max_volumes_per_node = FLAGS_max_volumes_per_node;
+  options.topology = *topology;
+  options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
+  options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
+  driver::NodeLogic logic(options, sys.get(), backend.get());
+
+  server::MetricsRegistry metrics;
+  version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
+  auto ready = [&backend] { return backend->Ready(); };
+  driver::IdentityService identity({FLAGS_drivername, build.driver_version, false, ready},
+                                   &metrics);
+  driver::NodeService node(&logic, &metrics);
+
+  if (absl::Status s = backend->Ready(); !s.ok()) {
+    LOG(WARNING) << "node is not ready yet: " << s.message();
+  }
+  Serving serving;
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi =
+      UnixGrpcServer::Start(*socket, {&identity, &node});
+  if (!csi.ok()) return Fail(streams, "node", csi.status());
+  serving.csi = std::move(*csi);
+
+  std::unique_ptr<driver::RegistrationService> registration;
+  if (!FLAGS_plugin_registration_dir.empty()) {
+    std::string kubelet_path =
+        FLAGS_kubelet_registration_path.empty() ? *socket : FLAGS_kubelet_registration_path;
+    registration = std::make_unique<driver::RegistrationService>(FLAGS_drivername, kubelet_path);
+    std::string reg_socket = absl::StrCat(FLAGS_plugin_registration_dir, "/",
+                                          driver::RegistrationSocketName(FLAGS_drivername));
+    absl::StatusOr<std::unique_ptr<UnixGrpcServer>> reg =
+        UnixGrpcServer::Start(reg_socket, {registration.get()});
+    if (!reg.ok()) return Fail(streams, "node", reg.status());
+    serving.registration = std::move(*reg);
+  }
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = StartHttp(&metrics, ready);
+  if (!http.ok()) return Fail(streams, "node", http.status());
+  serving.http = std::move(*http);
+
+  LOG(INFO) << "node " << FLAGS_nodeid << " serving " << FLAGS_drivername << " "
+            << build.driver_version << " in " << mode << " mode";
+  return ServeUntilSignal("node", serving);
+}
+
+int RunController(const std::vector<std::string>& args, cli::Streams streams) {
+  if (!args.empty()) {
+    streams.err << "lustre-csi controller: unexpected argument '" << args[0] << "'\n";
+    return cli::kExitUsage;
+  }
+  absl::StatusOr<std::string> socket = server::ParseUnixEndpoint(EndpointFlag());
+  if (!socket.ok()) return Fail(streams, "controller", socket.status());
+
+  server::BlockTerminationSignals();
+  driver::ControllerLogic logic;
+  server::MetricsRegistry metrics;
+  version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
+  auto ready = [] { return absl::OkStatus(); };
+  driver::IdentityService identity({FLAGS_drivername, build.driver_version, true, ready}, &metrics);
+  driver::ControllerService controller(&logic, &metrics);
+
+  Serving serving;
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi =
+      UnixGrpcServer::Start(*socket, {&identity, &controller});
+  if (!csi.ok()) return Fail(streams, "controller", csi.status());
+  serving.csi = std::move(*csi);
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = StartHttp(&metrics, ready);
+  if (!http.ok()) return Fail(streams, "controller", http.status());
+  serving.http = std::move(*http);
+
+  LOG(INFO) << "controller serving " << FLAGS_drivername << " " << build.driver_version;
+  return ServeUntilSignal("controller", serving);
+}
+
+}  // namespace
+
+cli::Subcommand NodeSubcommand() {
+  cli::Subcommand sub;
+  sub.name = "node";
+  sub.summary = "serve CSI Identity + Node for Lustre on a unix socket";
+  sub.usage = "--nodeid=<id> [flags]";
+  sub.description =
+      "Mounts Lustre file systems into workload target paths (NodePublishVolume), reports\n"
+      "usage and health (NodeGetVolumeStats) and applies fsGroup. NodeStageVolume is not\n"
+      "offered. SIGTERM or SIGINT stops serving; mounts stay.";
+  sub.flags = kSharedFlags;
+  for (const char* f :
+       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "working_mount_dir",
+        "max_concurrent_mounts", "mount_timeout_seconds", "max_volumes_per_node", "topology",
+        "plugin_registration_dir", "kubelet_registration_path"}) {
+    sub.flags.push_back(f);
+  }
+  sub.run = RunNode;
+  return sub;
+}
+
+cli::Subcommand ControllerSubcommand() {
+  cli::Subcommand sub;
+  sub.name = "controller";
+  sub.summary = "serve CSI Identity + Controller for Lustre on a unix socket";
+  sub.usage = "[flags]";
+  sub.description =
+      "CreateVolume, DeleteVolume and ValidateVolumeCapabilities for existing Lustre file\n"
+      "systems, with volume ids and parameters of the Azure Lustre CSI driver.";
+  sub.flags = kSharedFlags;
+  sub.run = RunController;
+  return sub;
+}
+
+}  // namespace lustre_csi

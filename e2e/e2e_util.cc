@@ -1,0 +1,172 @@
+#include "e2e/e2e_util.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace lustre_csi::e2e {
+namespace {
+
+std::string Unescape(absl::string_view field) {
+  auto octal = [](char c) { return c >= '0' && c <= '7'; };
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size() && octal(field[i + 1]) && octal(field[i + 2]) &&
+        octal(field[i + 3])) {
+      out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
+                               (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status EnterPrivateMountNamespace() {
+  if (unshare(CLONE_NEWNS) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("unshare(CLONE_NEWNS): ", strerror(errno)));
+  }
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("make / rprivate: ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+std::string BinaryPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  std::string base = srcdir != nullptr ? srcdir : ".";
+  return base + "/lustre_csi/cmd/lustre-csi/lustre-csi";
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/lustre-csi-e2e.XXXXXX";
+  path_ = mkdtemp(tmpl);
+}
+
+TempDir::~TempDir() {
+  // Deepest first.
+  std::vector<std::string> mounts = MountsUnder(path_);
+  std::sort(mounts.begin(), mounts.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const std::string& m : mounts) umount2(m.c_str(), MNT_DETACH);
+  std::string cmd = absl::StrCat("rm -rf --one-file-system '", path_, "'");
+  if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", path_.c_str());
+}
+
+Subprocess::Subprocess(std::vector<std::string> argv, std::string log_path) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    if (!log_path.empty()) {
+      int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+    }
+    // Die with the test if it dies.
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    Wait(absl::Seconds(10));
+  }
+}
+
+bool Subprocess::running() {
+  if (reaped_) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    reaped_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    return false;
+  }
+  return true;
+}
+
+void Subprocess::Signal(int sig) {
+  if (!reaped_) kill(pid_, sig);
+}
+
+int Subprocess::Wait(absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (running()) {
+    if (absl::Now() > deadline) return -1;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return exit_code_;
+}
+
+absl::Status WaitForSocket(const std::string& path, absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    close(fd);
+    if (rc == 0) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("nothing listens on ", path));
+}
+
+std::vector<std::string> MountsUnder(const std::string& prefix) {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
+    if (fields.size() < 5) continue;
+    std::string point = Unescape(fields[4]);
+    if (point == prefix || absl::StartsWith(point, prefix + "/")) out.push_back(point);
+  }
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path);
+  out << data;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace lustre_csi::e2e

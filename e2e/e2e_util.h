@@ -1,0 +1,73 @@
+// Support for end-to-end tests that run the real lustre-csi binary: a private
+// mount namespace for the test process, temporary directories, child
+// processes that are always reaped, and mount-table snapshots.
+//
+// Not thread-safe unless noted; meant for a test's main thread.
+#ifndef LUSTRE_CSI_E2E_E2E_UTIL_H_
+#define LUSTRE_CSI_E2E_E2E_UTIL_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace lustre_csi::e2e {
+
+// Moves the calling process into a new mount namespace in which every mount
+// is private, so nothing it mounts is seen by (or left on) the host. Call
+// before starting threads or children.
+absl::Status EnterPrivateMountNamespace();
+
+// The runfiles path of the lustre-csi binary under test.
+std::string BinaryPath();
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();  // unmounts anything below and removes the tree
+  const std::string& path() const { return path_; }
+  std::string Join(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A child process; killed (SIGKILL) and reaped on destruction if still running.
+class Subprocess {
+ public:
+  explicit Subprocess(std::vector<std::string> argv, std::string log_path = "");
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  void Signal(int sig);
+  // Waits for exit up to `timeout`; returns the exit status as from waitpid,
+  // or -1 on timeout.
+  int Wait(absl::Duration timeout);
+  // Exit code if it exited normally, -(signal) if killed, -1000 if running.
+  int ExitCode() const { return exit_code_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int exit_code_ = -1000;
+};
+
+// Waits until something accepts on the unix socket `path`.
+absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);
+
+// Mount points (unescaped) at or below `prefix` in /proc/self/mountinfo.
+std::vector<std::string> MountsUnder(const std::string& prefix);
+
+// Reads a whole file; empty on error.
+std::string ReadFile(const std::string& path);
+absl::Status WriteFile(const std::string& path, const std::string& data);
+
+}  // namespace lustre_csi::e2e
+
+#endif  // LUSTRE_CSI_E2E_E2E_UTIL_H_

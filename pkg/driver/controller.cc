@@ -1,0 +1,152 @@
+#include "pkg/driver/controller.h"
+
+#include <glog/logging.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "pkg/driver/parameters.h"
+#include "pkg/driver/volume_id.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+constexpr size_t kMaxNameLength = 256;
+
+bool SameRequest(const CreateVolumeArgs& a, const CreateVolumeArgs& b) {
+  return a.parameters == b.parameters && a.required_bytes == b.required_bytes &&
+         a.limit_bytes == b.limit_bytes;
+}
+
+absl::Status CheckIdField(absl::string_view what, absl::string_view value) {
+  if (absl::StrContains(value, '#')) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", value, "' cannot contain '#'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> RoundCapacity(int64_t required_bytes, int64_t limit_bytes) {
+  if (required_bytes < 0 || limit_bytes < 0) {
+    return absl::InvalidArgumentError("capacity range cannot be negative");
+  }
+  if (limit_bytes > 0 && required_bytes > limit_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("required_bytes ", required_bytes, " exceeds limit_bytes ", limit_bytes));
+  }
+  int64_t want = required_bytes == 0 ? kDefaultCapacityBytes : required_bytes;
+  if (want > INT64_MAX - (kCapacityStepBytes - 1)) {
+    return absl::OutOfRangeError(absl::StrCat("capacity ", want, " is too large"));
+  }
+  int64_t rounded = (want + kCapacityStepBytes - 1) / kCapacityStepBytes * kCapacityStepBytes;
+  if (limit_bytes > 0 && rounded > limit_bytes) {
+    return absl::OutOfRangeError(absl::StrCat("capacity ", want, " rounds up to ", rounded,
+                                              " (steps of 4 TiB), above limit_bytes ",
+                                              limit_bytes));
+  }
+  return rounded;
+}
+
+absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& args) {
+  if (args.name.empty()) return absl::InvalidArgumentError("volume name missing");
+  if (args.name.size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("volume name is ", args.name.size(), " bytes; at most ", kMaxNameLength));
+  }
+  if (args.name.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError("volume name contains a NUL byte");
+  }
+  if (absl::Status s = CheckIdField("volume name", args.name); !s.ok()) return s;
+  absl::StatusOr<LustreParams> params = ParseLustreParams(args.parameters);
+  if (!params.ok()) return params.status();
+  for (absl::string_view field : {params->mgs_address, params->sub_dir}) {
+    if (absl::Status s = CheckIdField("parameter", field); !s.ok()) return s;
+  }
+  // The sub-dir may hold per-pod variables the node fills at publish; check
+  // now that it can be filled, with stand-in values for the pod facts.
+  std::map<std::string, std::string> probe = params->kubernetes;
+  for (const char* key :
+       {kPodName, kPodNamespace, kPodUid, kServiceAccountName, kPvcName, kPvcNamespace, kPvName}) {
+    probe.emplace(key, "x");
+  }
+  if (absl::Status s = FillSubDir(params->sub_dir, probe).status(); !s.ok()) return s;
+  if (params->provisioning.enabled) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kParamCreateSubDir,
+                     " is not supported by this controller yet; create the sub-dir "
+                     "on the file system or let the node create it at publish"));
+  }
+  absl::StatusOr<int64_t> capacity = RoundCapacity(args.required_bytes, args.limit_bytes);
+  if (!capacity.ok()) return capacity.status();
+
+  ScopedVolumeLock lock(&name_locks_, args.name);
+  if (!lock.ok()) {
+    return absl::AbortedError(
+        absl::StrCat("an operation on volume ", args.name, " is already in progress"));
+  }
+  {
+    absl::MutexLock l(&mu_);
+    auto it = by_name_.find(args.name);
+    if (it != by_name_.end()) {
+      if (SameRequest(it->second.args, args)) return it->second.volume;
+      return absl::AlreadyExistsError(absl::StrCat(
+          "volume ", args.name, " already exists with different parameters or capacity"));
+    }
+  }
+
+  VolumeId id;
+  id.name = args.name;
+  id.fs_name = params->fs_name;
+  id.mgs_address = params->mgs_address;
+  id.sub_dir = params->sub_dir;
+  CreatedVolume volume;
+  volume.volume_id = FormatVolumeId(id);
+  volume.capacity_bytes = *capacity;
+  volume.context = args.parameters;
+  volume.context[kParamCreatedByDynamicProvisioning] = "f";
+  // A Lustre file system is reachable from every node that can route to the
+  // MGS: any topology the CO requires can be met.
+  volume.accessible_topology = !args.requisite.empty() ? args.requisite : args.preferred;
+
+  absl::MutexLock l(&mu_);
+  by_name_[args.name] = Record{args, volume};
+  LOG(INFO) << "created volume " << volume.volume_id << " (" << volume.capacity_bytes << " bytes)";
+  return volume;
+}
+
+absl::Status ControllerLogic::Delete(const std::string& volume_id) {
+  if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
+  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  if (!id.ok()) {
+    LOG(INFO) << "delete of volume " << volume_id << ": not an id of ours, nothing to do";
+    return absl::OkStatus();
+  }
+  ScopedVolumeLock lock(&name_locks_, id->name);
+  if (!lock.ok()) {
+    return absl::AbortedError(
+        absl::StrCat("an operation on volume ", id->name, " is already in progress"));
+  }
+  absl::MutexLock l(&mu_);
+  auto it = by_name_.find(id->name);
+  if (it != by_name_.end() && it->second.volume.volume_id == volume_id) by_name_.erase(it);
+  LOG(INFO) << "deleted volume " << volume_id << " (the file system itself is kept)";
+  return absl::OkStatus();
+}
+
+absl::Status ControllerLogic::CheckExists(const std::string& volume_id) {
+  if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
+  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  if (!id.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("volume ", volume_id, " does not exist: ", id.status().message()));
+  }
+  absl::MutexLock l(&mu_);
+  auto it = by_name_.find(id->name);
+  if (it != by_name_.end() && it->second.volume.volume_id != volume_id) {
+    return absl::NotFoundError(absl::StrCat("volume ", volume_id, " does not exist; ", id->name,
+                                            " is ", it->second.volume.volume_id));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lustre_csi::driver

@@ -1,0 +1,75 @@
+// The controller side of the Lustre driver as plain logic. Lustre file
+// systems already exist; a "volume" is a file system (and optionally a
+// sub-dir of it) described by its id and context. The gRPC layer
+// (controller_service.h) validates capabilities and converts protos.
+//
+// Created volumes are remembered in memory by name, so that the same request
+// again returns the same volume and a conflicting one is ALREADY_EXISTS.
+// Thread-safe.
+#ifndef LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_
+#define LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "pkg/driver/volume_locks.h"
+
+namespace lustre_csi::driver {
+
+using Topology = std::map<std::string, std::string>;
+
+// Capacity defaults and rounding of the Azure Lustre driver.
+inline constexpr int64_t kTiB = int64_t{1} << 40;
+inline constexpr int64_t kDefaultCapacityBytes = 4 * kTiB;
+inline constexpr int64_t kCapacityStepBytes = 4 * kTiB;
+
+struct CreateVolumeArgs {
+  std::string name;
+  std::map<std::string, std::string> parameters;
+  int64_t required_bytes = 0;
+  int64_t limit_bytes = 0;
+  std::vector<Topology> requisite;
+  std::vector<Topology> preferred;
+};
+
+struct CreatedVolume {
+  std::string volume_id;
+  int64_t capacity_bytes = 0;
+  std::map<std::string, std::string> context;
+  std::vector<Topology> accessible_topology;
+};
+
+// 0 becomes the default; the result is rounded up to the step; OUT_OF_RANGE
+// when it exceeds a non-zero limit, INVALID_ARGUMENT for negative values.
+absl::StatusOr<int64_t> RoundCapacity(int64_t required_bytes, int64_t limit_bytes);
+
+class ControllerLogic {
+ public:
+  absl::StatusOr<CreatedVolume> Create(const CreateVolumeArgs& args);
+
+  // Idempotent: an unknown or foreign id is OK.
+  absl::Status Delete(const std::string& volume_id);
+
+  // NOT_FOUND unless `volume_id` is a volume of ours: an id in our format, and,
+  // for a volume created here, the same id as recorded.
+  absl::Status CheckExists(const std::string& volume_id);
+
+ private:
+  struct Record {
+    CreateVolumeArgs args;
+    CreatedVolume volume;
+  };
+
+  VolumeLocks name_locks_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Record> by_name_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace lustre_csi::driver
+
+#endif  // LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_

@@ -1,0 +1,148 @@
+#include "pkg/driver/controller.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CapacityCase {
+  int64_t required, limit;
+  absl::StatusCode code;
+  int64_t want;
+};
+
+class RoundCapacityTest : public testing::TestWithParam<CapacityCase> {};
+
+TEST_P(RoundCapacityTest, Table) {
+  absl::StatusOr<int64_t> got = RoundCapacity(GetParam().required, GetParam().limit);
+  EXPECT_EQ(got.status().code(), GetParam().code);
+  if (got.ok()) EXPECT_EQ(*got, GetParam().want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, RoundCapacityTest,
+    testing::Values(CapacityCase{0, 0, absl::StatusCode::kOk, 4 * kTiB},
+                    CapacityCase{1, 0, absl::StatusCode::kOk, 4 * kTiB},
+                    CapacityCase{4 * kTiB, 0, absl::StatusCode::kOk, 4 * kTiB},
+                    CapacityCase{4 * kTiB + 1, 0, absl::StatusCode::kOk, 8 * kTiB},
+                    CapacityCase{48 * kTiB, 48 * kTiB, absl::StatusCode::kOk, 48 * kTiB},
+                    CapacityCase{0, 8 * kTiB, absl::StatusCode::kOk, 4 * kTiB},
+                    CapacityCase{int64_t{1} << 30, int64_t{2} << 30, absl::StatusCode::kOutOfRange,
+                                 0},
+                    CapacityCase{0, int64_t{1} << 30, absl::StatusCode::kOutOfRange, 0},
+                    CapacityCase{5, 4, absl::StatusCode::kInvalidArgument, 0},
+                    CapacityCase{-1, 0, absl::StatusCode::kInvalidArgument, 0},
+                    CapacityCase{INT64_MAX, 0, absl::StatusCode::kOutOfRange, 0}));
+
+CreateVolumeArgs Args(std::string name = "pvc-1") {
+  CreateVolumeArgs args;
+  args.name = std::move(name);
+  args.parameters = {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "lustrefs"}};
+  return args;
+}
+
+TEST(ControllerLogicTest, CreateReturnsCompatibleIdAndContext) {
+  ControllerLogic logic;
+  CreateVolumeArgs args = Args();
+  args.parameters["sub-dir"] = "${pvc.metadata.namespace}/${pod.metadata.name}";
+  absl::StatusOr<CreatedVolume> v = logic.Create(args);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->volume_id,
+            "pvc-1#lustrefs#10.0.0.4#${pvc.metadata.namespace}/${pod.metadata.name}#f");
+  EXPECT_EQ(v->capacity_bytes, 4 * kTiB);
+  EXPECT_EQ(v->context.at("mgs-ip-address"), "10.0.0.4");
+  EXPECT_EQ(v->context.at("created-by-dynamic-provisioning"), "f");
+}
+
+TEST(ControllerLogicTest, SameRequestIsIdempotentConflictIsAlreadyExists) {
+  ControllerLogic logic;
+  absl::StatusOr<CreatedVolume> first = logic.Create(Args());
+  absl::StatusOr<CreatedVolume> again = logic.Create(Args());
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_EQ(first->volume_id, again->volume_id);
+
+  CreateVolumeArgs other = Args();
+  other.parameters["fs-name"] = "otherfs";
+  EXPECT_EQ(logic.Create(other).status().code(), absl::StatusCode::kAlreadyExists);
+  CreateVolumeArgs bigger = Args();
+  bigger.required_bytes = 8 * kTiB;
+  EXPECT_EQ(logic.Create(bigger).status().code(), absl::StatusCode::kAlreadyExists);
+
+  // After delete, the name is free for a new request.
+  ASSERT_TRUE(logic.Delete(first->volume_id).ok());
+  EXPECT_TRUE(logic.Create(other).ok());
+}
+
+struct BadCreate {
+  std::string name;
+  std::map<std::string, std::string> params;
+  const char* message;
+};
+
+class BadCreateTest : public testing::TestWithParam<BadCreate> {};
+
+TEST_P(BadCreateTest, InvalidArgument) {
+  ControllerLogic logic;
+  CreateVolumeArgs args;
+  args.name = GetParam().name;
+  args.parameters = GetParam().params;
+  absl::Status s = logic.Create(args).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadCreateTest,
+    testing::Values(
+        BadCreate{"", {{"mgs-ip-address", "m"}, {"fs-name", "f"}}, "name missing"},
+        BadCreate{"a#b", {{"mgs-ip-address", "m"}, {"fs-name", "f"}}, "cannot contain '#'"},
+        BadCreate{std::string(300, 'n'), {{"mgs-ip-address", "m"}, {"fs-name", "f"}}, "at most"},
+        BadCreate{"v",
+                  {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"sub-dir", "a#b"}},
+                  "cannot contain '#'"},
+        BadCreate{"v",
+                  {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"sub-dir", "../x"}},
+                  "'..' component"},
+        BadCreate{"v",
+                  {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"sub-dir", "${nope}"}},
+                  "unknown variable"},
+        BadCreate{"v", {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"SkuName", "x"}}, "SkuName"},
+        BadCreate{"v", {{"fs-name", "f"}}, "mgs-ip-address must be provided"},
+        BadCreate{"v",
+                  {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"create-sub-dir", "true"}},
+                  "not supported"}));
+
+TEST(ControllerLogicTest, AccessibilityRequirementsAreMet) {
+  ControllerLogic logic;
+  CreateVolumeArgs args = Args();
+  args.requisite = {{{"topology.kubernetes.io/zone", "z1"}}};
+  args.preferred = {{{"topology.kubernetes.io/zone", "z1"}}};
+  absl::StatusOr<CreatedVolume> v = logic.Create(args);
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->accessible_topology.size(), 1u);
+  EXPECT_EQ(v->accessible_topology[0].at("topology.kubernetes.io/zone"), "z1");
+}
+
+TEST(ControllerLogicTest, DeleteIsIdempotent) {
+  ControllerLogic logic;
+  EXPECT_TRUE(logic.Delete("not-ours").ok());
+  EXPECT_TRUE(logic.Delete("pvc-9#fs#10.0.0.4##f").ok());
+  EXPECT_EQ(logic.Delete("").code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ControllerLogicTest, CheckExists) {
+  ControllerLogic logic;
+  absl::StatusOr<CreatedVolume> v = logic.Create(Args());
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(logic.CheckExists(v->volume_id).ok());
+  // A static volume in our format (the file system exists outside us).
+  EXPECT_TRUE(logic.CheckExists("static#fs#10.0.0.5").ok());
+  EXPECT_EQ(logic.CheckExists("no-such-volume").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(logic.CheckExists("pvc-1#otherfs#10.0.0.4##f").code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver

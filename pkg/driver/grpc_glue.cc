@@ -1,0 +1,107 @@
+#include "pkg/driver/grpc_glue.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::OK:
+      return "OK";
+    case grpc::CANCELLED:
+      return "CANCELLED";
+    case grpc::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::ABORTED:
+      return "ABORTED";
+    case grpc::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::INTERNAL:
+      return "INTERNAL";
+    case grpc::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbers.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+absl::Status CheckCapability(const csi::v1::VolumeCapability& cap) {
+  if (cap.has_block()) {
+    return absl::InvalidArgumentError("block volumes are not supported; Lustre is a file system");
+  }
+  if (!cap.has_mount()) {
+    return absl::InvalidArgumentError("volume capability needs the mount access type");
+  }
+  using Mode = csi::v1::VolumeCapability::AccessMode;
+  switch (cap.access_mode().mode()) {
+    case Mode::SINGLE_NODE_WRITER:
+    case Mode::SINGLE_NODE_READER_ONLY:
+    case Mode::SINGLE_NODE_SINGLE_WRITER:
+    case Mode::SINGLE_NODE_MULTI_WRITER:
+    case Mode::MULTI_NODE_READER_ONLY:
+    case Mode::MULTI_NODE_SINGLE_WRITER:
+    case Mode::MULTI_NODE_MULTI_WRITER:
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "access mode ", Mode::Mode_Name(cap.access_mode().mode()), " is not supported"));
+  }
+  const std::string& fs_type = cap.mount().fs_type();
+  if (!fs_type.empty() && fs_type != "lustre") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fs_type '", fs_type, "' is not supported; only lustre"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsReadOnlyMode(const csi::v1::VolumeCapability& cap) {
+  using Mode = csi::v1::VolumeCapability::AccessMode;
+  return cap.access_mode().mode() == Mode::SINGLE_NODE_READER_ONLY ||
+         cap.access_mode().mode() == Mode::MULTI_NODE_READER_ONLY;
+}
+
+CallMetrics::CallMetrics(server::MetricsRegistry* metrics) {
+  if (metrics == nullptr) return;
+  calls_ = metrics->AddCounter("lustre_csi_calls_total", "CSI calls served, by method and code.",
+                               {"method", "code"});
+  latency_ = metrics->AddHistogram("lustre_csi_call_duration_seconds",
+                                   "Time to serve CSI calls, by method.", {"method"},
+                                   server::LatencyBuckets());
+}
+
+void CallMetrics::Observe(const std::string& method, const grpc::Status& status, absl::Time start) {
+  if (calls_ == nullptr) return;
+  calls_->Increment({method, CodeName(status.error_code())});
+  latency_->Observe({method}, absl::ToDoubleSeconds(absl::Now() - start));
+}
+
+}  // namespace lustre_csi::driver

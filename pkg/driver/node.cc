@@ -1,0 +1,208 @@
+#include "pkg/driver/node.h"
+
+#include <glog/logging.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pkg/driver/mount_options.h"
+#include "pkg/driver/parameters.h"
+#include "pkg/volume/cleanup.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/metrics.h"
+#include "pkg/volume/mount_table.h"
+#include "pkg/volume/ownership.h"
+#include "pkg/volume/safe_path.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+constexpr size_t kMaxTargetPath = 4096;
+
+absl::Status Aborted(const std::string& target) {
+  return absl::AbortedError(
+      absl::StrCat("an operation on target ", target, " is already in progress"));
+}
+
+}  // namespace
+
+absl::Status ValidateTargetPath(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("target path missing");
+  if (path.size() > kMaxTargetPath) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target path is ", path.size(), " bytes; at most ", kMaxTargetPath));
+  }
+  if (path.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError("target path contains a NUL byte");
+  }
+  if (path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("target path ", path, " is not absolute"));
+  }
+  if (volume::CleanPath(path) != path) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target path ", path, " is not clean (., .. or repeated /)"));
+  }
+  if (path == "/") return absl::InvalidArgumentError("target path cannot be /");
+  return absl::OkStatus();
+}
+
+NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend)
+    : options_(std::move(options)), sys_(sys), backend_(backend) {}
+
+absl::Status NodeLogic::Publish(const PublishRequest& req) {
+  if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;
+  ScopedVolumeLock lock(&target_locks_, req.target_path);
+  if (!lock.ok()) return Aborted(req.target_path);
+  absl::Status status = PublishLocked(req);
+  if (status.ok()) {
+    LOG(INFO) << "published volume " << req.volume_id << " at " << req.target_path
+              << (req.read_only ? " (read-only)" : "");
+  } else {
+    LOG(WARNING) << "publish of volume " << req.volume_id << " at " << req.target_path
+                 << " failed: " << status;
+  }
+  return status;
+}
+
+absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
+  absl::StatusOr<LustreParams> params = ParseLustreParams(req.volume_context);
+  if (!params.ok()) return params.status();
+  absl::StatusOr<std::string> sub_dir = FillSubDir(params->sub_dir, params->kubernetes);
+  if (!sub_dir.ok()) return sub_dir.status();
+  absl::StatusOr<std::vector<std::string>> options =
+      BuildMountOptions(req.mount_flags, req.read_only);
+  if (!options.ok()) return options.status();
+  LustreSource source{params->mgs_address, params->fs_name, *sub_dir};
+
+  // What is at the target now?
+  bool created_target = false;
+  volume::MountChecker checker(sys_);
+  absl::StatusOr<bool> mounted = checker.IsMountPoint(req.target_path);
+  if (!mounted.ok() && mounted.status().code() == absl::StatusCode::kNotFound) {
+    absl::Status made = sys_->Mkdir(req.target_path, 0750);
+    if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
+      return volume::Annotate(made, "creating target directory");
+    }
+    created_target = made.ok();
+    mounted = false;
+  } else if (!mounted.ok() && volume::IsCorruptedError(mounted.status())) {
+    LOG(WARNING) << "target " << req.target_path << " holds a corrupted mount (" << mounted.status()
+                 << "); unmounting it before mounting again";
+    if (absl::Status s = volume::UnmountWithEscalation(*sys_, req.target_path); !s.ok()) {
+      return volume::Annotate(s, "repairing corrupted mount at target");
+    }
+    mounted = checker.IsMountPoint(req.target_path);
+  }
+  if (!mounted.ok()) return volume::Annotate(mounted.status(), "inspecting target");
+
+  if (*mounted) {
+    absl::StatusOr<bool> same = backend_->IsMountOf(source, req.target_path, req.read_only);
+    if (!same.ok()) return volume::Annotate(same.status(), "inspecting the mount at target");
+    if (*same) return absl::OkStatus();
+    return absl::AlreadyExistsError(
+        absl::StrCat("target ", req.target_path, " already holds a different mount than ",
+                     source.Spec(), req.read_only ? " (read-only)" : " (read-write)"));
+  }
+
+  absl::Status status = backend_->EnsureSubDir(source);
+  if (status.ok()) status = MountWithSlot(source, req.target_path, *options);
+  if (status.ok() && req.volume_mount_group.has_value() && backend_->MakesMounts()) {
+    if (req.read_only) {
+      LOG(INFO) << "volume " << req.volume_id << " is read-only; fsGroup "
+                << *req.volume_mount_group << " not applied";
+    } else {
+      status = volume::SetVolumeOwnership(req.target_path, *req.volume_mount_group,
+                                          /*read_only=*/false,
+                                          volume::FsGroupChangePolicy::kOnRootMismatch);
+      if (!status.ok()) {
+        status = volume::Annotate(status, "applying fsGroup");
+        absl::Status undo = volume::UnmountWithEscalation(*sys_, req.target_path);
+        if (!undo.ok()) LOG(ERROR) << "undoing mount at " << req.target_path << ": " << undo;
+      }
+    }
+  }
+  if (!status.ok() && created_target) {
+    absl::Status removed = sys_->Rmdir(req.target_path);
+    if (!removed.ok()) LOG(ERROR) << "removing target " << req.target_path << ": " << removed;
+  }
+  return status;
+}
+
+absl::Status NodeLogic::MountWithSlot(const LustreSource& source, const std::string& target,
+                                      const std::vector<std::string>& options) {
+  {
+    absl::MutexLock lock(&slots_mu_);
+    auto free_slot = [this]() ABSL_SHARED_LOCKS_REQUIRED(slots_mu_) {
+      return slots_in_use_ < options_.max_concurrent_mounts;
+    };
+    if (!slots_mu_.AwaitWithTimeout(absl::Condition(&free_slot), options_.mount_slot_timeout)) {
+      return absl::UnavailableError(absl::StrCat("all ", options_.max_concurrent_mounts,
+                                                 " mount slots stayed busy; retry later"));
+    }
+    ++slots_in_use_;
+  }
+  absl::Status status = backend_->Mount(source, target, options);
+  absl::MutexLock lock(&slots_mu_);
+  --slots_in_use_;
+  return status;
+}
+
+absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::string& target_path) {
+  if (absl::Status s = ValidateTargetPath(target_path); !s.ok()) return s;
+  ScopedVolumeLock lock(&target_locks_, target_path);
+  if (!lock.ok()) return Aborted(target_path);
+  absl::Status status = volume::CleanupMountPoint(*sys_, target_path);
+  if (status.ok()) {
+    LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
+  } else {
+    LOG(WARNING) << "unpublish of volume " << volume_id << " from " << target_path
+                 << " failed: " << status;
+  }
+  return status;
+}
+
+absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
+                                             const std::string& path) {
+  if (absl::Status s = ValidateTargetPath(path); !s.ok()) return s;
+  VolumeStats stats;
+  volume::MountChecker checker(sys_);
+  absl::StatusOr<bool> mounted = checker.IsMountPoint(path);
+  if (!mounted.ok()) {
+    if (mounted.status().code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
+    }
+    if (volume::IsCorruptedError(mounted.status())) {
+      stats.abnormal = true;
+      stats.message =
+          absl::StrCat("the mount at ", path, " is corrupted: ", mounted.status().message());
+      return stats;
+    }
+    return mounted.status();
+  }
+  if (!*mounted && backend_->MakesMounts()) {
+    stats.abnormal = true;
+    stats.message = absl::StrCat("volume ", volume_id, " is not mounted at ", path);
+    return stats;
+  }
+  absl::StatusOr<volume::VolumeMetrics> metrics =
+      volume::NewStatfsMetrics(sys_, path)->GetMetrics();
+  if (!metrics.ok()) {
+    if (volume::IsCorruptedError(metrics.status())) {
+      stats.abnormal = true;
+      stats.message = absl::StrCat("statfs of ", path, " failed: ", metrics.status().message());
+      return stats;
+    }
+    return metrics.status();
+  }
+  stats.has_usage = true;
+  stats.capacity_bytes = metrics->capacity_bytes;
+  stats.available_bytes = metrics->available_bytes;
+  stats.used_bytes = metrics->used_bytes;
+  stats.inodes = metrics->inodes;
+  stats.inodes_free = metrics->inodes_free;
+  stats.inodes_used = metrics->inodes_used;
+  stats.message = "volume is healthy";
+  return stats;
+}
+
+}  // namespace lustre_csi::driver

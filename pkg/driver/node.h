@@ -1,0 +1,101 @@
+// The node side of the Lustre driver as plain logic: publish, unpublish and
+// stats on this node, through a MountBackend and pkg/volume. The gRPC layer
+// (node_service.h) checks the protocol-level fields and converts to and from
+// these structs.
+//
+// Thread-safe. Operations on one target path are exclusive: a second one
+// while the first runs is ABORTED at once; different targets never wait on
+// each other. Mounts that really reach the network are bounded by
+// `max_concurrent_mounts` and a mount that hangs fails with
+// DEADLINE_EXCEEDED after `mount_timeout`, releasing its target.
+#ifndef LUSTRE_CSI_PKG_DRIVER_NODE_H_
+#define LUSTRE_CSI_PKG_DRIVER_NODE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/volume_locks.h"
+#include "pkg/volume/syscalls.h"
+
+namespace lustre_csi::driver {
+
+struct NodeOptions {
+  std::string node_id;
+  int64_t max_volumes_per_node = 0;  // 0: not reported
+  std::map<std::string, std::string> topology;
+  int max_concurrent_mounts = 8;
+  // How long a publish waits for a free mount slot.
+  absl::Duration mount_slot_timeout = absl::Minutes(2);
+};
+
+struct PublishRequest {
+  std::string volume_id;
+  std::string target_path;
+  bool read_only = false;  // readonly flag or a *_READER_ONLY access mode
+  std::vector<std::string> mount_flags;
+  std::optional<uint32_t> volume_mount_group;  // fsGroup, when the CO passes one
+  std::map<std::string, std::string> volume_context;
+};
+
+struct VolumeStats {
+  int64_t capacity_bytes = 0;
+  int64_t available_bytes = 0;
+  int64_t used_bytes = 0;
+  int64_t inodes = 0;
+  int64_t inodes_free = 0;
+  int64_t inodes_used = 0;
+  bool has_usage = false;
+  bool abnormal = false;
+  std::string message;
+};
+
+class NodeLogic {
+ public:
+  // `sys` and `backend` are borrowed and must outlive this object.
+  NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend);
+
+  // Mounts the volume described by `req.volume_context` on `req.target_path`
+  // (created when missing). Already mounted there with the same source and
+  // read-only state: OK. Something else mounted there: ALREADY_EXISTS. A
+  // corrupted mount there is unmounted and mounted again. On failure nothing
+  // is left mounted and a target directory this call created is removed.
+  absl::Status Publish(const PublishRequest& req);
+
+  // Unmounts everything on `target_path` (escalating when needed) and removes
+  // the directory; never deletes anything below it. A missing target is OK.
+  absl::Status Unpublish(const std::string& volume_id, const std::string& target_path);
+
+  // Usage from statfs; NOT_FOUND for a missing path. A corrupted or missing
+  // mount is reported as an abnormal volume condition, not as an error.
+  absl::StatusOr<VolumeStats> Stats(const std::string& volume_id, const std::string& path);
+
+  const NodeOptions& options() const { return options_; }
+  MountBackend* backend() const { return backend_; }
+
+ private:
+  absl::Status PublishLocked(const PublishRequest& req);
+  absl::Status MountWithSlot(const LustreSource& source, const std::string& target,
+                             const std::vector<std::string>& options);
+
+  const NodeOptions options_;
+  volume::Syscalls* const sys_;
+  MountBackend* const backend_;
+  VolumeLocks target_locks_;
+  absl::Mutex slots_mu_;
+  int slots_in_use_ ABSL_GUARDED_BY(slots_mu_) = 0;
+};
+
+// Checks an absolute, NUL-free, normalised target path of bounded length.
+absl::Status ValidateTargetPath(const std::string& path);
+
+}  // namespace lustre_csi::driver
+
+#endif  // LUSTRE_CSI_PKG_DRIVER_NODE_H_

@@ -1,0 +1,247 @@
+#include "pkg/driver/services.h"
+
+#include <glog/logging.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+std::map<std::string, std::string> ToMap(const google::protobuf::Map<std::string, std::string>& m) {
+  return std::map<std::string, std::string>(m.begin(), m.end());
+}
+
+std::vector<Topology> ToTopologies(
+    const google::protobuf::RepeatedPtrField<csi::v1::Topology>& topologies) {
+  std::vector<Topology> out;
+  for (const csi::v1::Topology& t : topologies) out.push_back(ToMap(t.segments()));
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Identity
+
+IdentityService::IdentityService(IdentityOptions options, server::MetricsRegistry* metrics)
+    : options_(std::move(options)), metrics_(metrics) {}
+
+grpc::Status IdentityService::GetPluginInfo(grpc::ServerContext*,
+                                            const csi::v1::GetPluginInfoRequest*,
+                                            csi::v1::GetPluginInfoResponse* res) {
+  return Serve(metrics_, "GetPluginInfo", [&] {
+    res->set_name(options_.driver_name);
+    res->set_vendor_version(options_.vendor_version);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status IdentityService::GetPluginCapabilities(grpc::ServerContext*,
+                                                    const csi::v1::GetPluginCapabilitiesRequest*,
+                                                    csi::v1::GetPluginCapabilitiesResponse* res) {
+  return Serve(metrics_, "GetPluginCapabilities", [&] {
+    if (options_.controller_service) {
+      res->add_capabilities()->mutable_service()->set_type(
+          csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status IdentityService::Probe(grpc::ServerContext*, const csi::v1::ProbeRequest*,
+                                    csi::v1::ProbeResponse* res) {
+  return Serve(metrics_, "Probe", [&] {
+    absl::Status ready = options_.ready ? options_.ready() : absl::OkStatus();
+    res->mutable_ready()->set_value(ready.ok());
+    // Log transitions only: probes come every few seconds.
+    if (last_ready_.exchange(ready.ok()) != ready.ok()) {
+      if (ready.ok()) {
+        LOG(INFO) << "probe: ready";
+      } else {
+        LOG(WARNING) << "probe: not ready: " << ready.message();
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// -------------------------------------------------------------------- Node
+
+NodeService::NodeService(NodeLogic* logic, server::MetricsRegistry* metrics)
+    : logic_(logic), metrics_(metrics) {}
+
+grpc::Status NodeService::NodePublishVolume(grpc::ServerContext*,
+                                            const csi::v1::NodePublishVolumeRequest* req,
+                                            csi::v1::NodePublishVolumeResponse*) {
+  return Serve(metrics_, "NodePublishVolume", [&]() -> absl::Status {
+    if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
+    if (req->target_path().empty()) return absl::InvalidArgumentError("target_path missing");
+    if (!req->has_volume_capability()) {
+      return absl::InvalidArgumentError("volume_capability missing");
+    }
+    if (absl::Status s = CheckCapability(req->volume_capability()); !s.ok()) return s;
+    PublishRequest publish;
+    publish.volume_id = req->volume_id();
+    publish.target_path = req->target_path();
+    publish.read_only = req->readonly() || IsReadOnlyMode(req->volume_capability());
+    const auto& mount = req->volume_capability().mount();
+    publish.mount_flags.assign(mount.mount_flags().begin(), mount.mount_flags().end());
+    if (!mount.volume_mount_group().empty()) {
+      uint32_t gid = 0;
+      if (!absl::SimpleAtoi(mount.volume_mount_group(), &gid)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "volume_mount_group '", mount.volume_mount_group(), "' is not a numeric group id"));
+      }
+      publish.volume_mount_group = gid;
+    }
+    publish.volume_context = ToMap(req->volume_context());
+    return logic_->Publish(publish);
+  });
+}
+
+grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext*,
+                                              const csi::v1::NodeUnpublishVolumeRequest* req,
+                                              csi::v1::NodeUnpublishVolumeResponse*) {
+  return Serve(metrics_, "NodeUnpublishVolume", [&]() -> absl::Status {
+    if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
+    if (req->target_path().empty()) return absl::InvalidArgumentError("target_path missing");
+    return logic_->Unpublish(req->volume_id(), req->target_path());
+  });
+}
+
+grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*,
+                                             const csi::v1::NodeGetVolumeStatsRequest* req,
+                                             csi::v1::NodeGetVolumeStatsResponse* res) {
+  return Serve(metrics_, "NodeGetVolumeStats", [&]() -> absl::Status {
+    if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
+    if (req->volume_path().empty()) return absl::InvalidArgumentError("volume_path missing");
+    absl::StatusOr<VolumeStats> stats = logic_->Stats(req->volume_id(), req->volume_path());
+    if (!stats.ok()) return stats.status();
+    if (stats->has_usage) {
+      auto* bytes = res->add_usage();
+      bytes->set_unit(csi::v1::VolumeUsage::BYTES);
+      bytes->set_total(stats->capacity_bytes);
+      bytes->set_available(stats->available_bytes);
+      bytes->set_used(stats->used_bytes);
+      auto* inodes = res->add_usage();
+      inodes->set_unit(csi::v1::VolumeUsage::INODES);
+      inodes->set_total(stats->inodes);
+      inodes->set_available(stats->inodes_free);
+      inodes->set_used(stats->inodes_used);
+    }
+    res->mutable_volume_condition()->set_abnormal(stats->abnormal);
+    res->mutable_volume_condition()->set_message(stats->message);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status NodeService::NodeGetCapabilities(grpc::ServerContext*,
+                                              const csi::v1::NodeGetCapabilitiesRequest*,
+                                              csi::v1::NodeGetCapabilitiesResponse* res) {
+  return Serve(metrics_, "NodeGetCapabilities", [&] {
+    using Rpc = csi::v1::NodeServiceCapability::RPC;
+    for (auto type : {Rpc::GET_VOLUME_STATS, Rpc::VOLUME_CONDITION, Rpc::SINGLE_NODE_MULTI_WRITER,
+                      Rpc::VOLUME_MOUNT_GROUP}) {
+      res->add_capabilities()->mutable_rpc()->set_type(type);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status NodeService::NodeGetInfo(grpc::ServerContext*, const csi::v1::NodeGetInfoRequest*,
+                                      csi::v1::NodeGetInfoResponse* res) {
+  return Serve(metrics_, "NodeGetInfo", [&] {
+    const NodeOptions& options = logic_->options();
+    res->set_node_id(options.node_id);
+    res->set_max_volumes_per_node(options.max_volumes_per_node);
+    if (!options.topology.empty()) {
+      res->mutable_accessible_topology()->mutable_segments()->insert(options.topology.begin(),
+                                                                     options.topology.end());
+    }
+    return absl::OkStatus();
+  });
+}
+
+// -------------------------------------------------------------- Controller
+
+ControllerService::ControllerService(ControllerLogic* logic, server::MetricsRegistry* metrics)
+    : logic_(logic), metrics_(metrics) {}
+
+grpc::Status ControllerService::CreateVolume(grpc::ServerContext*,
+                                             const csi::v1::CreateVolumeRequest* req,
+                                             csi::v1::CreateVolumeResponse* res) {
+  return Serve(metrics_, "CreateVolume", [&]() -> absl::Status {
+    if (req->name().empty()) return absl::InvalidArgumentError("name missing");
+    if (req->volume_capabilities().empty()) {
+      return absl::InvalidArgumentError("volume_capabilities missing");
+    }
+    for (const auto& cap : req->volume_capabilities()) {
+      if (absl::Status s = CheckCapability(cap); !s.ok()) return s;
+    }
+    if (req->has_volume_content_source()) {
+      return absl::InvalidArgumentError(
+          "volume_content_source is not supported: no snapshots or clones of Lustre volumes");
+    }
+    CreateVolumeArgs args;
+    args.name = req->name();
+    args.parameters = ToMap(req->parameters());
+    args.required_bytes = req->capacity_range().required_bytes();
+    args.limit_bytes = req->capacity_range().limit_bytes();
+    args.requisite = ToTopologies(req->accessibility_requirements().requisite());
+    args.preferred = ToTopologies(req->accessibility_requirements().preferred());
+    absl::StatusOr<CreatedVolume> created = logic_->Create(args);
+    if (!created.ok()) return created.status();
+    csi::v1::Volume* volume = res->mutable_volume();
+    volume->set_volume_id(created->volume_id);
+    volume->set_capacity_bytes(created->capacity_bytes);
+    volume->mutable_volume_context()->insert(created->context.begin(), created->context.end());
+    for (const Topology& t : created->accessible_topology) {
+      volume->add_accessible_topology()->mutable_segments()->insert(t.begin(), t.end());
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status ControllerService::DeleteVolume(grpc::ServerContext*,
+                                             const csi::v1::DeleteVolumeRequest* req,
+                                             csi::v1::DeleteVolumeResponse*) {
+  return Serve(metrics_, "DeleteVolume", [&] { return logic_->Delete(req->volume_id()); });
+}
+
+grpc::Status ControllerService::ValidateVolumeCapabilities(
+    grpc::ServerContext*, const csi::v1::ValidateVolumeCapabilitiesRequest* req,
+    csi::v1::ValidateVolumeCapabilitiesResponse* res) {
+  return Serve(metrics_, "ValidateVolumeCapabilities", [&]() -> absl::Status {
+    if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
+    if (req->volume_capabilities().empty()) {
+      return absl::InvalidArgumentError("volume_capabilities missing");
+    }
+    if (absl::Status s = logic_->CheckExists(req->volume_id()); !s.ok()) return s;
+    for (const auto& cap : req->volume_capabilities()) {
+      if (absl::Status s = CheckCapability(cap); !s.ok()) {
+        res->set_message(std::string(s.message()));
+        return absl::OkStatus();  // not confirmed
+      }
+    }
+    auto* confirmed = res->mutable_confirmed();
+    confirmed->mutable_volume_context()->insert(req->volume_context().begin(),
+                                                req->volume_context().end());
+    *confirmed->mutable_volume_capabilities() = req->volume_capabilities();
+    confirmed->mutable_parameters()->insert(req->parameters().begin(), req->parameters().end());
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status ControllerService::ControllerGetCapabilities(
+    grpc::ServerContext*, const csi::v1::ControllerGetCapabilitiesRequest*,
+    csi::v1::ControllerGetCapabilitiesResponse* res) {
+  return Serve(metrics_, "ControllerGetCapabilities", [&] {
+    using Rpc = csi::v1::ControllerServiceCapability::RPC;
+    for (auto type : {Rpc::CREATE_DELETE_VOLUME, Rpc::SINGLE_NODE_MULTI_WRITER}) {
+      res->add_capabilities()->mutable_rpc()->set_type(type);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace lustre_csi::driver

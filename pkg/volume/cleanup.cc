@@ -1,0 +1,201 @@
+#include "pkg/volume/cleanup.h"
+
+#include <pthread.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/mount_table.h"
+#include "pkg/volume/safe_path.h"
+
+namespace lustre_csi::volume {
+namespace {
+
+// More stacked mounts than this at one path means something keeps mounting.
+constexpr int kMaxLayers = 64;
+
+bool IsCorruptedErrno(int err) {
+  switch (err) {
+    case ENOTCONN:
+    case ESTALE:
+    case EIO:
+    case EACCES:
+    case EHOSTDOWN:
+    case EWOULDBLOCK:
+    case ENODEV:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <typename R>
+struct BoundedCall {
+  std::function<R()> fn;
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  R result ABSL_GUARDED_BY(mu);
+};
+
+template <typename R>
+void* RunBoundedCall(void* arg) {
+  std::unique_ptr<std::shared_ptr<BoundedCall<R>>> holder(
+      static_cast<std::shared_ptr<BoundedCall<R>>*>(arg));
+  std::shared_ptr<BoundedCall<R>> call = std::move(*holder);
+  R result = call->fn();
+  absl::MutexLock lock(&call->mu);
+  call->result = std::move(result);
+  call->done = true;
+  return nullptr;
+}
+
+// Runs `fn` on a detached thread and waits at most `timeout` for it; R is
+// absl::Status or an absl::StatusOr.
+template <typename R>
+R RunBounded(std::function<R()> fn, absl::Duration timeout, absl::string_view what) {
+  if (timeout == absl::InfiniteDuration()) return fn();
+  auto call = std::make_shared<BoundedCall<R>>();
+  call->fn = std::move(fn);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  auto* holder = new std::shared_ptr<BoundedCall<R>>(call);
+  pthread_t thread;
+  int err = pthread_create(&thread, &attr, &RunBoundedCall<R>, holder);
+  pthread_attr_destroy(&attr);
+  if (err != 0) {
+    delete holder;
+    return ErrnoError(err, absl::StrCat("start a thread for ", what));
+  }
+  absl::MutexLock lock(&call->mu);
+  if (!call->mu.AwaitWithTimeout(absl::Condition(&call->done), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(what, " did not return within ", absl::FormatDuration(timeout)));
+  }
+  return call->result;
+}
+
+enum class UnmountOutcome { kUnmounted, kNotMounted };
+
+absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target,
+                                        const UnmountOptions& opts) {
+  struct Step {
+    int flags;
+    absl::Duration timeout;
+    const char* name;
+  };
+  const Step steps[] = {{0, opts.plain_timeout, "umount"},
+                        {MNT_FORCE, opts.force_timeout, "umount -f"},
+                        {MNT_DETACH, opts.detach_timeout, "umount -l"}};
+  std::vector<std::string> failures;
+  absl::Status last;
+  Syscalls* s = &sys;
+  for (const Step& step : steps) {
+    int flags = step.flags;
+    last = RunBounded<absl::Status>([s, target, flags] { return s->Unmount(target, flags); },
+                                    step.timeout, absl::StrCat(step.name, " ", target));
+    if (last.ok()) return UnmountOutcome::kUnmounted;
+    std::optional<int> err = ErrnoOf(last);
+    if (err == EINVAL || err == ENOENT) return UnmountOutcome::kNotMounted;
+    failures.push_back(absl::StrCat(step.name, ": ", last.message()));
+    bool escalate = absl::IsDeadlineExceeded(last) ||
+                    (err.has_value() && (*err == EBUSY || IsCorruptedErrno(*err)));
+    if (!escalate) break;
+  }
+  absl::Status out(last.code(), absl::StrCat("unmount ", target, " failed: ",
+                                             absl::StrJoin(failures, "; ")));
+  last.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+}  // namespace
+
+bool IsCorruptedError(const absl::Status& status) {
+  std::optional<int> err = ErrnoOf(status);
+  return err.has_value() && IsCorruptedErrno(*err);
+}
+
+absl::StatusOr<bool> IsCorruptedDir(Syscalls& sys, const std::string& path) {
+  absl::StatusOr<FileInfo> info = sys.Stat(path);
+  if (info.ok()) return false;
+  if (IsCorruptedError(info.status())) return true;
+  return info.status();
+}
+
+absl::Status UnmountWithEscalation(Syscalls& sys, const std::string& target,
+                                   const UnmountOptions& opts) {
+  absl::StatusOr<UnmountOutcome> outcome = Escalate(sys, target, opts);
+  return outcome.status();
+}
+
+absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
+                               const UnmountOptions& opts) {
+  std::string path = CleanPath(target);
+  MountChecker checker(&sys);
+  for (int layer = 0; layer <= kMaxLayers; ++layer) {
+    // A stat of a hung mount can block like an unmount; bound it the same way
+    // and treat a timeout like a corrupted mount.
+    Syscalls* s = &sys;
+    absl::StatusOr<FileInfo> info = RunBounded<absl::StatusOr<FileInfo>>(
+        [s, path] { return s->Stat(path); }, opts.plain_timeout, absl::StrCat("statx ", path));
+    bool mounted = false;
+    if (info.ok()) {
+      absl::StatusOr<bool> is_mount = checker.IsMountPoint(path, *info);
+      if (!is_mount.ok()) return is_mount.status();
+      mounted = *is_mount;
+    } else if (absl::IsNotFound(info.status())) {
+      return absl::OkStatus();
+    } else if (IsCorruptedError(info.status()) || absl::IsDeadlineExceeded(info.status())) {
+      absl::StatusOr<std::optional<MountEntry>> entry = checker.FindMountAt(path);
+      if (!entry.ok()) return entry.status();
+      if (!entry->has_value()) {
+        return Annotate(info.status(),
+                        absl::StrCat("clean up ", path, ": corrupted, but not a mount point"));
+      }
+      mounted = true;
+    } else {
+      return info.status();
+    }
+
+    if (mounted) {
+      absl::StatusOr<UnmountOutcome> outcome = Escalate(sys, path, opts);
+      if (!outcome.ok()) return outcome.status();
+      if (*outcome == UnmountOutcome::kNotMounted) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("clean up ", path, ": looks mounted, but umount says it is not"));
+      }
+      continue;
+    }
+
+    if (!S_ISDIR(info->mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("clean up ", path, ": not a directory; left in place"));
+    }
+    absl::Status removed = sys.Rmdir(path);
+    if (removed.ok() || absl::IsNotFound(removed)) return absl::OkStatus();
+    std::optional<int> err = ErrnoOf(removed);
+    if (err == ENOTEMPTY || err == EEXIST) {
+      absl::Status out = absl::FailedPreconditionError(
+          absl::StrCat("clean up ", path, ": directory is not empty; nothing deleted"));
+      out.SetPayload(kErrnoPayloadUrl, absl::Cord(absl::StrCat(*err)));
+      return out;
+    }
+    return removed;
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("clean up ", path, ": more than ", kMaxLayers, " mounts stacked"));
+}
+
+}  // namespace lustre_csi::volume

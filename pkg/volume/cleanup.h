@@ -1,0 +1,60 @@
+// Corrupted mounts, unmounting with escalation, and removing mount targets.
+//
+// A mount whose server went away (a dead FUSE daemon, an unreachable Lustre
+// or NFS server) answers stat with ENOTCONN, ESTALE, EIO, EACCES, EHOSTDOWN,
+// EWOULDBLOCK or ENODEV; IsCorruptedError recognises those. Unmounting
+// escalates from a plain umount to MNT_FORCE to MNT_DETACH. Each step runs on
+// its own detached thread and is waited for at most its timeout, so a call
+// the kernel never returns from cannot hold the caller longer than the sum of
+// the timeouts; such a call is left behind (and may still complete later).
+// The Syscalls passed in must therefore outlive any call left behind.
+//
+// CleanupMountPoint is what an unpublish calls: idempotent, it unmounts
+// everything stacked at the target (also corrupted mounts), then removes the
+// target directory with rmdir only; it never deletes anything below it.
+//
+// All functions are stateless and thread-safe.
+#ifndef LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_
+#define LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "pkg/volume/syscalls.h"
+
+namespace lustre_csi::volume {
+
+// True when `status` carries one of the errnos of a corrupted mount:
+// ENOTCONN, ESTALE, EIO, EACCES, EHOSTDOWN, EWOULDBLOCK (EAGAIN), ENODEV.
+bool IsCorruptedError(const absl::Status& status);
+
+// Stats `path`: false when that works, true when it fails with a corrupted
+// mount's errno, the error otherwise (NOT_FOUND for a missing path).
+absl::StatusOr<bool> IsCorruptedDir(Syscalls& sys, const std::string& path);
+
+struct UnmountOptions {
+  absl::Duration plain_timeout = absl::Seconds(30);
+  absl::Duration force_timeout = absl::Seconds(10);
+  absl::Duration detach_timeout = absl::Seconds(5);
+};
+
+// Unmounts the top-most mount at `target`: umount2(0); on EBUSY, a timeout or
+// a corrupted mount's errno, umount2(MNT_FORCE); then umount2(MNT_DETACH).
+// Other errors (EPERM, ...) are returned at once. EINVAL or ENOENT ("not
+// mounted") counts as success. An infinite timeout runs that step on the
+// caller's thread. The error, if any, names every step that failed.
+absl::Status UnmountWithEscalation(Syscalls& sys, const std::string& target,
+                                   const UnmountOptions& opts = {});
+
+// Unmounts every mount stacked at `target` and removes the directory with
+// rmdir. OK when `target` does not exist. A corrupted mount is found in the
+// mount table and unmounted like any other. FAILED_PRECONDITION, with nothing
+// deleted, when the directory is not empty or `target` is not a directory.
+absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
+                               const UnmountOptions& opts = {});
+
+}  // namespace lustre_csi::volume
+
+#endif  // LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_

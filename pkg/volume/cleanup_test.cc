@@ -1,0 +1,322 @@
+#include "pkg/volume/cleanup.h"
+
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/fake_syscalls.h"
+
+namespace lustre_csi::volume {
+namespace {
+
+using Op = FakeSyscalls::Op;
+
+UnmountOptions Short() {
+  UnmountOptions o;
+  o.plain_timeout = absl::Milliseconds(50);
+  o.force_timeout = absl::Milliseconds(50);
+  o.detach_timeout = absl::Milliseconds(50);
+  return o;
+}
+
+std::vector<int> Flags(const FakeSyscalls& sys) {
+  std::vector<int> out;
+  for (const auto& call : sys.UnmountCalls()) out.push_back(call.flags);
+  return out;
+}
+
+// --- IsCorruptedError / IsCorruptedDir ---------------------------------------
+
+struct CorruptCase {
+  int err;
+  bool corrupted;
+};
+
+class IsCorruptedDirTest : public testing::TestWithParam<CorruptCase> {};
+
+TEST_P(IsCorruptedDirTest, Table) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m").ok());
+  sys.FailNext(Op::kStat, GetParam().err);
+  absl::StatusOr<bool> got = IsCorruptedDir(sys, "/m");
+  EXPECT_EQ(IsCorruptedError(ErrnoError(GetParam().err, "x")), GetParam().corrupted);
+  if (GetParam().corrupted) {
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(*got);
+  } else {
+    EXPECT_EQ(ErrnoOf(got.status()), GetParam().err);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errnos, IsCorruptedDirTest,
+    testing::Values(CorruptCase{ENOTCONN, true}, CorruptCase{ESTALE, true}, CorruptCase{EIO, true},
+                    CorruptCase{EACCES, true}, CorruptCase{EHOSTDOWN, true},
+                    CorruptCase{EWOULDBLOCK, true}, CorruptCase{ENODEV, true},
+                    CorruptCase{ENOENT, false}, CorruptCase{EPERM, false},
+                    CorruptCase{ENOTDIR, false}, CorruptCase{EBUSY, false}));
+
+TEST(IsCorruptedDirTest, HealthyAndBroken) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m").ok());
+  EXPECT_FALSE(*IsCorruptedDir(sys, "/m"));
+  ASSERT_TRUE(sys.Mount("fuse", "/m", "fuse", 0, "").ok());
+  ASSERT_TRUE(sys.BreakMount("/m", ENOTCONN).ok());
+  EXPECT_TRUE(*IsCorruptedDir(sys, "/m"));
+  EXPECT_EQ(IsCorruptedDir(sys, "/nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(IsCorruptedErrorTest, NonErrnoStatuses) {
+  EXPECT_FALSE(IsCorruptedError(absl::OkStatus()));
+  EXPECT_FALSE(IsCorruptedError(absl::UnavailableError("no errno")));
+}
+
+// --- UnmountWithEscalation ---------------------------------------------------
+
+struct EscalationCase {
+  const char* name;
+  std::vector<int> fail;  // errno of each attempt in turn (0: the fake decides)
+  bool busy;              // mount marked busy (plain and force fail, detach works)
+  absl::StatusCode code;
+  std::vector<int> flags;  // the umount2 flags tried, in order
+};
+
+class EscalationTest : public testing::TestWithParam<EscalationCase> {};
+
+TEST_P(EscalationTest, Table) {
+  const EscalationCase& c = GetParam();
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m").ok());
+  ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
+  if (c.busy) ASSERT_TRUE(sys.SetBusy("/m", true).ok());
+  // FailNext holds one errno at a time: queue them by failing the first
+  // attempt and re-arming from a helper thread is overkill, so the table
+  // uses at most one distinct errno per case.
+  if (!c.fail.empty()) sys.FailNext(Op::kUnmount, c.fail[0], static_cast<int>(c.fail.size()));
+  absl::Status s = UnmountWithEscalation(sys, "/m", Short());
+  EXPECT_EQ(s.code(), c.code) << s;
+  EXPECT_EQ(Flags(sys), c.flags);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, EscalationTest,
+    testing::Values(
+        EscalationCase{"PlainWorks", {}, false, absl::StatusCode::kOk, {0}},
+        EscalationCase{"NotMountedIsSuccess", {EINVAL}, false, absl::StatusCode::kOk, {0}},
+        EscalationCase{"MissingIsSuccess", {ENOENT}, false, absl::StatusCode::kOk, {0}},
+        EscalationCase{"BusyThenForce", {EBUSY}, false, absl::StatusCode::kOk, {0, MNT_FORCE}},
+        EscalationCase{"BusyTwiceThenDetach",
+                       {EBUSY, EBUSY},
+                       false,
+                       absl::StatusCode::kOk,
+                       {0, MNT_FORCE, MNT_DETACH}},
+        EscalationCase{"RealBusyNeedsDetach",
+                       {},
+                       true,
+                       absl::StatusCode::kOk,
+                       {0, MNT_FORCE, MNT_DETACH}},
+        EscalationCase{"StaleEscalates", {ESTALE}, false, absl::StatusCode::kOk, {0, MNT_FORCE}},
+        EscalationCase{"NotConnectedEscalates",
+                       {ENOTCONN},
+                       false,
+                       absl::StatusCode::kOk,
+                       {0, MNT_FORCE}},
+        EscalationCase{"AllFail",
+                       {EBUSY, EBUSY, EBUSY},
+                       false,
+                       absl::StatusCode::kFailedPrecondition,
+                       {0, MNT_FORCE, MNT_DETACH}},
+        EscalationCase{"PermissionStopsAtOnce",
+                       {EPERM},
+                       false,
+                       absl::StatusCode::kPermissionDenied,
+                       {0}}),
+    [](const testing::TestParamInfo<EscalationCase>& info) { return info.param.name; });
+
+TEST(EscalationTest, ErrorNamesEveryStep) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m").ok());
+  sys.FailNext(Op::kUnmount, EBUSY, 3);
+  absl::Status s = UnmountWithEscalation(sys, "/m", Short());
+  EXPECT_EQ(ErrnoOf(s), EBUSY);
+  for (const char* step : {"umount: ", "umount -f: ", "umount -l: "}) {
+    EXPECT_NE(s.message().find(step), std::string::npos) << s;
+  }
+}
+
+TEST(EscalationTest, HungPlainCallCannotHoldTheCaller) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m").ok());
+  ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
+  sys.Hang(Op::kUnmount);
+  UnmountOptions opts = Short();
+  // The hung plain call times out; the forced call hangs too; so does detach.
+  absl::Status s = UnmountWithEscalation(sys, "/m", opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_EQ(Flags(sys), (std::vector<int>{0, MNT_FORCE, MNT_DETACH}));
+  EXPECT_TRUE(sys.AwaitHung(Op::kUnmount, 3, absl::Seconds(30)));
+  sys.Release(Op::kUnmount);  // the calls left behind finish
+}
+
+TEST(EscalationTest, HungPlainThenForceWorks) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m").ok());
+  ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
+  sys.HangNext(Op::kUnmount, 1);
+  UnmountOptions opts = Short();
+  opts.force_timeout = absl::InfiniteDuration();
+  EXPECT_TRUE(UnmountWithEscalation(sys, "/m", opts).ok());
+  EXPECT_EQ(Flags(sys), (std::vector<int>{0, MNT_FORCE}));
+  EXPECT_EQ(sys.MountCount(), 0);
+  EXPECT_EQ(sys.HungCount(Op::kUnmount), 1);  // the plain call is still stuck
+  sys.Release(Op::kUnmount);                  // and now finds nothing to unmount
+}
+
+TEST(EscalationTest, InfiniteTimeoutRunsInline) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m").ok());
+  ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
+  UnmountOptions opts{absl::InfiniteDuration(), absl::InfiniteDuration(),
+                      absl::InfiniteDuration()};
+  EXPECT_TRUE(UnmountWithEscalation(sys, "/m", opts).ok());
+  EXPECT_EQ(sys.MountCount(), 0);
+}
+
+// --- CleanupMountPoint -------------------------------------------------------
+
+TEST(CleanupMountPointTest, MissingTargetIsSuccess) {
+  FakeSyscalls sys;
+  EXPECT_TRUE(CleanupMountPoint(sys, "/nope").ok());
+  EXPECT_TRUE(CleanupMountPoint(sys, "/nope/deeper").ok());
+  EXPECT_EQ(sys.CallCount(Op::kUnmount), 0);
+  EXPECT_EQ(sys.CallCount(Op::kRmdir), 0);
+}
+
+TEST(CleanupMountPointTest, PlainDirectoryIsRemoved) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(CleanupMountPoint(sys, "/t/").ok());
+  EXPECT_FALSE(sys.Exists("/t"));
+  EXPECT_EQ(sys.CallCount(Op::kUnmount), 0);
+  // Idempotent.
+  EXPECT_TRUE(CleanupMountPoint(sys, "/t").ok());
+}
+
+TEST(CleanupMountPointTest, StackedMountsAreAllUnmounted) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/src").ok());
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(sys.Mount("a", "/t", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(sys.Mount("/src", "/t", "", MS_BIND, "").ok());
+  ASSERT_TRUE(sys.Mount("c", "/t", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(CleanupMountPoint(sys, "/t", Short()).ok());
+  EXPECT_EQ(sys.MountCount(), 0);
+  EXPECT_FALSE(sys.Exists("/t"));
+  EXPECT_TRUE(sys.Exists("/src"));
+  EXPECT_EQ(Flags(sys), (std::vector<int>{0, 0, 0}));
+}
+
+TEST(CleanupMountPointTest, CorruptedMountIsUnmountedAndRemoved) {
+  for (int err : {ENOTCONN, ESTALE, EIO, EACCES, EHOSTDOWN, EWOULDBLOCK, ENODEV}) {
+    FakeSyscalls sys;
+    ASSERT_TRUE(sys.AddDir("/t").ok());
+    ASSERT_TRUE(sys.Mount("fuse", "/t", "fuse", 0, "").ok());
+    ASSERT_TRUE(sys.BreakMount("/t", err).ok());
+    absl::Status s = CleanupMountPoint(sys, "/t", Short());
+    EXPECT_TRUE(s.ok()) << err << ": " << s;
+    EXPECT_FALSE(sys.Exists("/t")) << err;
+    EXPECT_EQ(sys.MountCount(), 0) << err;
+  }
+}
+
+TEST(CleanupMountPointTest, CorruptedButNotMountedIsAnError) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  sys.FailNext(Op::kStat, EIO);
+  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  EXPECT_EQ(ErrnoOf(s), EIO);
+  EXPECT_TRUE(sys.Exists("/t"));
+}
+
+TEST(CleanupMountPointTest, NonEmptyDirectoryIsLeftAlone) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddFile("/t/keep/file").ok());
+  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(sys.Exists("/t/keep/file"));
+  EXPECT_EQ(sys.CallCount(Op::kRmdir), 1);  // only the target itself was tried
+}
+
+TEST(CleanupMountPointTest, ContentOfAMountIsNeverDeleted) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(sys.AddFile("/data/precious").ok());
+  ASSERT_TRUE(sys.Mount("/data", "/t", "", MS_BIND, "").ok());
+  sys.FailNext(Op::kUnmount, EPERM);
+  EXPECT_EQ(CleanupMountPoint(sys, "/t", Short()).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(sys.Exists("/data/precious"));
+  EXPECT_EQ(sys.CallCount(Op::kRmdir), 0);
+}
+
+TEST(CleanupMountPointTest, FileTargetIsLeftAlone) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddFile("/t").ok());
+  EXPECT_EQ(CleanupMountPoint(sys, "/t").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(sys.Exists("/t"));
+}
+
+TEST(CleanupMountPointTest, BusyMountIsDetached) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(sys.SetBusy("/t", true).ok());
+  EXPECT_TRUE(CleanupMountPoint(sys, "/t", Short()).ok());
+  EXPECT_FALSE(sys.Exists("/t"));
+}
+
+struct CleanupFaultCase {
+  const char* name;
+  Op op;
+  int err;
+  absl::StatusCode code;
+};
+
+class CleanupFaultTest : public testing::TestWithParam<CleanupFaultCase> {};
+
+TEST_P(CleanupFaultTest, Table) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
+  sys.FailNext(GetParam().op, GetParam().err);
+  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  EXPECT_EQ(s.code(), GetParam().code) << s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CleanupFaultTest,
+    testing::Values(
+        CleanupFaultCase{"StatPermission", Op::kStat, EPERM, absl::StatusCode::kPermissionDenied},
+        CleanupFaultCase{"StatStaleFallsBackToTable", Op::kStat, ESTALE, absl::StatusCode::kOk},
+        CleanupFaultCase{"TableUnreadable", Op::kReadMountInfo, EIO, absl::StatusCode::kOk},
+        CleanupFaultCase{"RmdirFails", Op::kRmdir, EROFS, absl::StatusCode::kInternal},
+        CleanupFaultCase{"RmdirRaceGone", Op::kRmdir, ENOENT, absl::StatusCode::kOk},
+        CleanupFaultCase{"UnmountBusyOnce", Op::kUnmount, EBUSY, absl::StatusCode::kOk}),
+    [](const testing::TestParamInfo<CleanupFaultCase>& info) { return info.param.name; });
+
+TEST(CleanupMountPointTest, HungStatIsTreatedLikeCorruption) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
+  sys.HangNext(Op::kStat, 1);
+  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_FALSE(sys.Exists("/t"));
+  EXPECT_EQ(sys.CallCount(Op::kReadMountInfo), 1);  // the table stood in for the stat
+  sys.Release(Op::kStat);
+}
+
+}  // namespace
+}  // namespace lustre_csi::volume

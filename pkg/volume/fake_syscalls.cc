@@ -1,0 +1,748 @@
+#include "pkg/volume/fake_syscalls.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <deque>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/safe_path.h"
+
+namespace lustre_csi::volume {
+
+struct FakeSyscalls::Node {
+  enum Type { kDir, kFile, kSymlink } type = kDir;
+  uint32_t mode = 0755;  // permission bits only
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t ino = 0;
+  std::string link;  // symlink target
+};
+
+struct FakeSyscalls::Fs {
+  uint64_t dev = 0;
+  std::string fstype;
+  std::string source;
+  std::string data;  // super options after "rw"/"ro"
+  FsStats stats;
+  uint64_t next_ino = 2;
+  std::map<std::string, Node> nodes;  // fs-relative path ("/", "/a", "/a/b") -> node
+};
+
+struct FakeSyscalls::MountRec {
+  int id = 0;
+  int parent_id = 0;
+  std::shared_ptr<Fs> fs;
+  std::string root;         // fs-relative path shown at the mount point
+  std::string mount_point;  // absolute path in the namespace
+  unsigned long flags = 0;  // per-mount flags (MS_RDONLY, MS_NOSUID, ...)
+  int broken = 0;
+  bool busy = false;
+};
+
+// One resolved component: the mount it is on, its path inside that mount's
+// file system, its absolute path, and whether it is the root of that mount.
+struct FakeSyscalls::Step {
+  size_t mount = 0;
+  std::string fs_path;
+  std::string abs;
+  bool at_root = false;
+};
+
+namespace {
+
+constexpr unsigned long kPerMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC |
+                                         MS_NOATIME | MS_NODIRATIME | MS_RELATIME |
+                                         MS_STRICTATIME;
+constexpr unsigned long kPropagationFlags = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
+constexpr int kMaxSymlinks = 40;
+
+std::string JoinPath(const std::string& dir, absl::string_view name) {
+  return dir == "/" ? absl::StrCat("/", name) : absl::StrCat(dir, "/", name);
+}
+
+std::string Absolute(const std::string& path) {
+  return CleanPath(path.empty() || path[0] != '/' ? absl::StrCat("/", path) : path);
+}
+
+// Octal escapes for the characters the kernel escapes in mountinfo fields.
+std::string Escape(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case ' ':
+        out += "\\040";
+        break;
+      case '\t':
+        out += "\\011";
+        break;
+      case '\n':
+        out += "\\012";
+        break;
+      case '\\':
+        out += "\\134";
+        break;
+      default:
+        out.push_back(c);
+    }
+  }
+  return out;
+}
+
+int OpIndex(SyscallOp op) { return static_cast<int>(op); }
+
+const char* OpName(SyscallOp op) {
+  switch (op) {
+    case SyscallOp::kMount:
+      return "mount";
+    case SyscallOp::kUnmount:
+      return "umount";
+    case SyscallOp::kStatfs:
+      return "statfs";
+    case SyscallOp::kStat:
+      return "statx";
+    case SyscallOp::kMkdir:
+      return "mkdir";
+    case SyscallOp::kRmdir:
+      return "rmdir";
+    case SyscallOp::kReadMountInfo:
+      return "read mountinfo";
+    case SyscallOp::kResolveBeneath:
+      return "openat2";
+  }
+  return "?";
+}
+
+FsStats DefaultStats(absl::string_view fstype) {
+  FsStats s;
+  s.block_size = 4096;
+  s.blocks = 262144;
+  s.blocks_free = 131072;
+  s.blocks_available = 131072;
+  s.files = 65536;
+  s.files_free = 65000;
+  s.fs_type = fstype == "tmpfs" ? 0x01021994 : 0xef53;
+  return s;
+}
+
+}  // namespace
+
+FakeSyscalls::FakeSyscalls() {
+  absl::MutexLock lock(&mu_);
+  auto fs = std::make_shared<Fs>();
+  fs->dev = makedev(8, 1);
+  fs->fstype = "ext4";
+  fs->source = "/dev/fake-root";
+  fs->stats = DefaultStats("ext4");
+  Node root;
+  root.ino = fs->next_ino++;
+  fs->nodes["/"] = root;
+  auto m = std::make_unique<MountRec>();
+  m->id = next_mount_id_++;
+  m->parent_id = 0;
+  m->fs = fs;
+  m->root = "/";
+  m->mount_point = "/";
+  m->flags = MS_RELATIME;
+  mounts_.push_back(std::move(m));
+}
+
+FakeSyscalls::~FakeSyscalls() {
+  absl::MutexLock lock(&mu_);
+  shutting_down_ = true;
+  mu_.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &in_flight_));
+}
+
+absl::Status FakeSyscalls::Enter(Op op, const std::string& what) {
+  int i = OpIndex(op);
+  ++calls_[i];
+  ++in_flight_;
+  if (fail_times_[i] > 0) {
+    --fail_times_[i];
+    return ErrnoError(fail_errno_[i], absl::StrCat("fake ", OpName(op), " ", what));
+  }
+  bool hang = hung_[i];
+  if (!hang && hang_next_[i] > 0) {
+    --hang_next_[i];
+    hang = true;
+  }
+  if (hang && !shutting_down_) {
+    ++waiting_[i];
+    struct Args {
+      const FakeSyscalls* self;
+      int i;
+      int gen;
+    } args{this, i, release_gen_[i]};
+    mu_.Await(absl::Condition(
+        +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return a->self->release_gen_[a->i] != a->gen || a->self->shutting_down_;
+        },
+        &args));
+    --waiting_[i];
+  }
+  return absl::OkStatus();
+}
+
+void FakeSyscalls::Leave() { --in_flight_; }
+
+size_t FakeSyscalls::TopOf(size_t index, const std::string& abs) const {
+  while (true) {
+    int above = ChildMount(index, abs);
+    if (above < 0) return index;
+    index = static_cast<size_t>(above);
+  }
+}
+
+int FakeSyscalls::ChildMount(size_t parent, const std::string& abs) const {
+  int parent_id = mounts_[parent]->id;
+  for (size_t i = 0; i < mounts_.size(); ++i) {
+    if (mounts_[i]->parent_id == parent_id && mounts_[i]->mount_point == abs && i != parent) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+FakeSyscalls::Step FakeSyscalls::RootStep() const {
+  Step s;
+  s.mount = TopOf(0, "/");
+  s.fs_path = mounts_[s.mount]->root;
+  s.abs = "/";
+  s.at_root = true;
+  return s;
+}
+
+const FakeSyscalls::Node* FakeSyscalls::NodeAt(const Step& step) const {
+  const auto& nodes = mounts_[step.mount]->fs->nodes;
+  auto it = nodes.find(step.fs_path);
+  return it == nodes.end() ? nullptr : &it->second;
+}
+
+int FakeSyscalls::Walk(std::vector<Step>& stack, const std::string& path, bool follow_last,
+                       size_t floor, bool beneath) const {
+  std::deque<std::string> queue;
+  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    queue.emplace_back(part);
+  }
+  int links = 0;
+  while (!queue.empty()) {
+    std::string name = std::move(queue.front());
+    queue.pop_front();
+    const Step cur = stack.back();
+    const MountRec& m = *mounts_[cur.mount];
+    if (m.broken != 0) return m.broken;
+    const Node* dir = NodeAt(cur);
+    if (dir == nullptr) return ENOENT;
+    if (dir->type != Node::kDir) return ENOTDIR;
+    if (name == ".") continue;
+    if (name == "..") {
+      if (stack.size() <= floor) {
+        if (beneath) return EXDEV;
+        continue;
+      }
+      stack.pop_back();
+      continue;
+    }
+    std::string child_fs = JoinPath(cur.fs_path, name);
+    auto it = m.fs->nodes.find(child_fs);
+    if (it == m.fs->nodes.end()) return ENOENT;
+    const Node& node = it->second;
+    if (node.type == Node::kSymlink && (!queue.empty() || follow_last)) {
+      if (++links > kMaxSymlinks) return ELOOP;
+      std::vector<std::string> parts = absl::StrSplit(node.link, '/', absl::SkipEmpty());
+      if (!node.link.empty() && node.link[0] == '/') {
+        if (beneath) return EXDEV;
+        stack.resize(1);
+      }
+      queue.insert(queue.begin(), parts.begin(), parts.end());
+      continue;
+    }
+    Step next;
+    next.mount = cur.mount;
+    next.fs_path = child_fs;
+    next.abs = JoinPath(cur.abs, name);
+    if (node.type != Node::kSymlink) {
+      int child = ChildMount(cur.mount, next.abs);
+      if (child >= 0) {
+        next.mount = TopOf(static_cast<size_t>(child), next.abs);
+        next.fs_path = mounts_[next.mount]->root;
+        next.at_root = true;
+      }
+    }
+    stack.push_back(std::move(next));
+  }
+  return 0;
+}
+
+int FakeSyscalls::Resolve(const std::string& path, bool follow_last, Step* out) const {
+  std::vector<Step> stack = {RootStep()};
+  int err = Walk(stack, Absolute(path), follow_last, 1, false);
+  if (err != 0) return err;
+  *out = stack.back();
+  if (NodeAt(*out) == nullptr) return ENOENT;
+  return 0;
+}
+
+int FakeSyscalls::ResolveParent(const std::string& path, Step* parent, std::string* name) const {
+  std::string abs = Absolute(path);
+  if (abs == "/") {
+    *name = ".";
+    return Resolve("/", true, parent);
+  }
+  size_t slash = abs.rfind('/');
+  *name = abs.substr(slash + 1);
+  return Resolve(abs.substr(0, slash == 0 ? 1 : slash), true, parent);
+}
+
+FileInfo FakeSyscalls::InfoAt(const Step& step, const Node& node) const {
+  const MountRec& m = *mounts_[step.mount];
+  FileInfo info;
+  uint32_t type =
+      node.type == Node::kDir ? S_IFDIR : (node.type == Node::kFile ? S_IFREG : S_IFLNK);
+  info.mode = type | node.mode;
+  info.uid = node.uid;
+  info.gid = node.gid;
+  info.dev = m.fs->dev;
+  info.ino = node.ino;
+  info.has_mount_id = report_mount_id_;
+  info.mount_id = report_mount_id_ ? m.id : 0;
+  info.has_mount_root = report_mount_root_;
+  info.mount_root = report_mount_root_ && step.at_root;
+  return info;
+}
+
+int FakeSyscalls::TopMountIndex(const std::string& target, size_t* index) const {
+  Step step;
+  int err = Resolve(target, true, &step);
+  if (err != 0) return err;
+  if (!step.at_root) return EINVAL;
+  *index = step.mount;
+  return 0;
+}
+
+int FakeSyscalls::AddNode(const std::string& path, const Node& proto, bool ok_if_dir) {
+  Step parent;
+  std::string name;
+  int err = ResolveParent(path, &parent, &name);
+  if (err != 0) return err;
+  if (name == "." || name == "..") return EEXIST;
+  const MountRec& m = *mounts_[parent.mount];
+  if (m.broken != 0) return m.broken;
+  const Node* dir = NodeAt(parent);
+  if (dir == nullptr) return ENOENT;
+  if (dir->type != Node::kDir) return ENOTDIR;
+  std::string child = JoinPath(parent.fs_path, name);
+  auto it = m.fs->nodes.find(child);
+  if (it != m.fs->nodes.end()) {
+    return ok_if_dir && it->second.type == Node::kDir && proto.type == Node::kDir ? 0 : EEXIST;
+  }
+  if (m.flags & MS_RDONLY) return EROFS;
+  Node node = proto;
+  node.ino = m.fs->next_ino++;
+  m.fs->nodes[child] = node;
+  return 0;
+}
+
+void FakeSyscalls::RemoveTree(size_t index) {
+  std::vector<int> doomed = {mounts_[index]->id};
+  for (size_t k = 0; k < doomed.size(); ++k) {
+    for (const auto& m : mounts_) {
+      if (m->parent_id == doomed[k]) doomed.push_back(m->id);
+    }
+  }
+  std::vector<std::unique_ptr<MountRec>> kept;
+  for (auto& m : mounts_) {
+    bool gone = false;
+    for (int id : doomed) gone = gone || m->id == id;
+    if (!gone) kept.push_back(std::move(m));
+  }
+  mounts_ = std::move(kept);
+}
+
+// --- Syscalls ---------------------------------------------------------------
+
+absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& target,
+                                 const std::string& fstype, unsigned long flags,
+                                 const std::string& data) {
+  absl::MutexLock lock(&mu_);
+  mount_calls_.push_back(MountCall{source, target, fstype, flags, data});
+  std::string what = absl::StrCat(source, " on ", target);
+  absl::Status fault = Enter(Op::kMount, what);
+  Leave();
+  if (!fault.ok()) return fault;
+  auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake mount ", what)); };
+
+  if (flags & MS_MOVE) return fail(EINVAL);
+  if (flags & MS_REMOUNT) {
+    size_t index = 0;
+    int err = TopMountIndex(target, &index);
+    if (err != 0) return fail(err);
+    MountRec& m = *mounts_[index];
+    m.flags = flags & kPerMountFlags;
+    if (!(flags & MS_BIND)) m.fs->data = data;
+    return absl::OkStatus();
+  }
+  if (flags & kPropagationFlags) {
+    size_t index = 0;
+    int err = TopMountIndex(target, &index);
+    return err == 0 ? absl::OkStatus() : fail(err);
+  }
+  Step at;
+  int err = Resolve(target, true, &at);
+  if (err != 0) return fail(err);
+  if (mounts_[at.mount]->broken != 0) return fail(mounts_[at.mount]->broken);
+  const Node* target_node = NodeAt(at);
+
+  auto m = std::make_unique<MountRec>();
+  m->id = next_mount_id_++;
+  m->parent_id = mounts_[at.mount]->id;
+  m->mount_point = at.abs;
+  if (flags & MS_BIND) {
+    Step from;
+    err = Resolve(source, true, &from);
+    if (err != 0) return fail(err);
+    const MountRec& src = *mounts_[from.mount];
+    if (src.broken != 0) return fail(src.broken);
+    const Node* source_node = NodeAt(from);
+    if ((source_node->type == Node::kDir) != (target_node->type == Node::kDir)) {
+      return fail(ENOTDIR);
+    }
+    m->fs = src.fs;
+    m->root = from.fs_path;
+    m->flags = src.flags;  // a bind copies the source mount's flags; MS_RDONLY etc. are ignored
+  } else {
+    if (fstype.empty()) return fail(ENODEV);
+    if (target_node->type != Node::kDir) return fail(ENOTDIR);
+    auto fs = std::make_shared<Fs>();
+    fs->dev = makedev(0, next_minor_++);
+    fs->fstype = fstype;
+    fs->source = source;
+    fs->data = data;
+    fs->stats = DefaultStats(fstype);
+    Node root;
+    root.mode = fstype == "tmpfs" ? 01777 : 0755;
+    root.ino = fs->next_ino++;
+    fs->nodes["/"] = root;
+    m->fs = fs;
+    m->root = "/";
+    m->flags = flags & kPerMountFlags;
+  }
+  mounts_.push_back(std::move(m));
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
+  absl::MutexLock lock(&mu_);
+  unmount_calls_.push_back(UnmountCall{target, flags});
+  absl::Status fault = Enter(Op::kUnmount, target);
+  Leave();
+  if (!fault.ok()) return fault;
+  auto fail = [&](int err) {
+    return ErrnoError(err, absl::StrCat("fake umount ", target, " (flags ", flags, ")"));
+  };
+  Step at;
+  // The last component is not looked up inside the mount, so a broken mount
+  // can still be unmounted.
+  int err = Resolve(target, !(flags & UMOUNT_NOFOLLOW), &at);
+  if (err != 0) return fail(err);
+  if (!at.at_root) return fail(EINVAL);
+  if (at.mount == 0) return fail(EBUSY);
+  if (!(flags & MNT_DETACH)) {
+    if (mounts_[at.mount]->busy) return fail(EBUSY);
+    for (const auto& m : mounts_) {
+      if (m->parent_id == mounts_[at.mount]->id) return fail(EBUSY);
+    }
+  }
+  RemoveTree(at.mount);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FsStats> FakeSyscalls::Statfs(const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  absl::Status fault = Enter(Op::kStatfs, path);
+  Leave();
+  if (!fault.ok()) return fault;
+  Step at;
+  int err = Resolve(path, true, &at);
+  if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake statfs ", path));
+  return mounts_[at.mount]->fs->stats;
+}
+
+absl::StatusOr<FileInfo> FakeSyscalls::Stat(const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  absl::Status fault = Enter(Op::kStat, path);
+  Leave();
+  if (!fault.ok()) return fault;
+  Step at;
+  int err = Resolve(path, false, &at);
+  if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake statx ", path));
+  return InfoAt(at, *NodeAt(at));
+}
+
+absl::Status FakeSyscalls::Mkdir(const std::string& path, uint32_t mode) {
+  absl::MutexLock lock(&mu_);
+  absl::Status fault = Enter(Op::kMkdir, path);
+  Leave();
+  if (!fault.ok()) return fault;
+  Node node;
+  node.type = Node::kDir;
+  node.mode = mode & 07777;
+  int err = AddNode(path, node, false);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake mkdir ", path));
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::Rmdir(const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  absl::Status fault = Enter(Op::kRmdir, path);
+  Leave();
+  if (!fault.ok()) return fault;
+  auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake rmdir ", path)); };
+  Step parent;
+  std::string name;
+  int err = ResolveParent(path, &parent, &name);
+  if (err != 0) return fail(err);
+  if (name == ".") return fail(EINVAL);
+  if (name == "..") return fail(ENOTEMPTY);
+  MountRec& m = *mounts_[parent.mount];
+  if (m.broken != 0) return fail(m.broken);
+  std::string child = JoinPath(parent.fs_path, name);
+  auto it = m.fs->nodes.find(child);
+  if (it == m.fs->nodes.end()) return fail(ENOENT);
+  if (it->second.type != Node::kDir) return fail(ENOTDIR);
+  if (ChildMount(parent.mount, JoinPath(parent.abs, name)) >= 0) return fail(EBUSY);
+  // Any mount showing this directory as its root keeps it busy too.
+  for (const auto& other : mounts_) {
+    if (other->fs == m.fs && other->root == child) return fail(EBUSY);
+  }
+  std::string prefix = child + "/";
+  auto next = m.fs->nodes.lower_bound(prefix);
+  if (next != m.fs->nodes.end() && absl::StartsWith(next->first, prefix)) {
+    return fail(ENOTEMPTY);
+  }
+  if (m.flags & MS_RDONLY) return fail(EROFS);
+  m.fs->nodes.erase(it);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
+  absl::MutexLock lock(&mu_);
+  absl::Status fault = Enter(Op::kReadMountInfo, "");
+  Leave();
+  if (!fault.ok()) return fault;
+  std::string out;
+  for (const auto& m : mounts_) {
+    std::vector<std::string> opts = {(m->flags & MS_RDONLY) ? "ro" : "rw"};
+    if (m->flags & MS_NOSUID) opts.push_back("nosuid");
+    if (m->flags & MS_NODEV) opts.push_back("nodev");
+    if (m->flags & MS_NOEXEC) opts.push_back("noexec");
+    if (m->flags & MS_NOATIME) opts.push_back("noatime");
+    if (m->flags & MS_NODIRATIME) opts.push_back("nodiratime");
+    if (!(m->flags & (MS_NOATIME | MS_STRICTATIME))) opts.push_back("relatime");
+    std::string super = m->fs->data.empty() ? "rw" : absl::StrCat("rw,", m->fs->data);
+    absl::StrAppend(&out, m->id, " ", m->parent_id, " ", major(m->fs->dev), ":",
+                    minor(m->fs->dev), " ", Escape(m->root), " ", Escape(m->mount_point), " ",
+                    absl::StrJoin(opts, ","), m->parent_id == 0 ? " shared:1" : "", " - ",
+                    Escape(m->fs->fstype), " ",
+                    m->fs->source.empty() ? "none" : Escape(m->fs->source), " ", Escape(super),
+                    "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> FakeSyscalls::ResolveBeneath(const std::string& root,
+                                                         const std::string& relative) {
+  absl::MutexLock lock(&mu_);
+  absl::Status fault = Enter(Op::kResolveBeneath, absl::StrCat(root, " ", relative));
+  Leave();
+  if (!fault.ok()) return fault;
+  std::string context = absl::StrCat("fake resolve \"", relative, "\" beneath ", root);
+  if (relative.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": contains NUL"));
+  }
+  if (!relative.empty() && relative[0] == '/') {
+    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, EXDEV, context);
+  }
+  std::vector<Step> stack = {RootStep()};
+  int err = Walk(stack, Absolute(root), true, 1, false);
+  if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
+  if (err == 0 && NodeAt(stack.back())->type != Node::kDir) err = ENOTDIR;
+  if (err == 0) err = Walk(stack, relative, true, stack.size(), true);
+  if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
+  if (err == EXDEV || err == ELOOP) {
+    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err, context);
+  }
+  if (err != 0) return ErrnoError(err, context);
+  return stack.back().abs;
+}
+
+// --- Set-up and inspection ----------------------------------------------------
+
+absl::Status FakeSyscalls::AddDir(const std::string& path, uint32_t mode, uint32_t uid,
+                                  uint32_t gid) {
+  absl::MutexLock lock(&mu_);
+  std::string abs = Absolute(path);
+  std::string cur;
+  for (absl::string_view part : absl::StrSplit(abs, '/', absl::SkipEmpty())) {
+    cur = JoinPath(cur.empty() ? "/" : cur, part);
+    Node node;
+    node.type = Node::kDir;
+    bool last = cur == abs;
+    node.mode = last ? (mode & 07777) : 0755;
+    node.uid = last ? uid : 0;
+    node.gid = last ? gid : 0;
+    int err = AddNode(cur, node, true);
+    if (err != 0) return ErrnoError(err, absl::StrCat("fake add dir ", cur));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::AddFile(const std::string& path, uint32_t mode) {
+  std::string abs = Absolute(path);
+  absl::Status parent = AddDir(ParentPath(abs));
+  if (!parent.ok()) return parent;
+  absl::MutexLock lock(&mu_);
+  Node node;
+  node.type = Node::kFile;
+  node.mode = mode & 07777;
+  int err = AddNode(abs, node, false);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake add file ", abs));
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::AddSymlink(const std::string& path, const std::string& target) {
+  std::string abs = Absolute(path);
+  absl::Status parent = AddDir(ParentPath(abs));
+  if (!parent.ok()) return parent;
+  absl::MutexLock lock(&mu_);
+  Node node;
+  node.type = Node::kSymlink;
+  node.mode = 0777;
+  node.link = target;
+  int err = AddNode(abs, node, false);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake add symlink ", abs));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FileInfo> FakeSyscalls::Peek(const std::string& path) const {
+  absl::MutexLock lock(&mu_);
+  Step at;
+  int err = Resolve(path, false, &at);
+  if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake peek ", path));
+  return InfoAt(at, *NodeAt(at));
+}
+
+absl::Status FakeSyscalls::BreakMount(const std::string& target, int err) {
+  absl::MutexLock lock(&mu_);
+  size_t index = 0;
+  int e = TopMountIndex(target, &index);
+  if (e != 0) return ErrnoError(e, absl::StrCat("fake break mount ", target));
+  mounts_[index]->broken = err;
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::SetBusy(const std::string& target, bool busy) {
+  absl::MutexLock lock(&mu_);
+  size_t index = 0;
+  int e = TopMountIndex(target, &index);
+  if (e != 0) return ErrnoError(e, absl::StrCat("fake set busy ", target));
+  mounts_[index]->busy = busy;
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::SetFsStats(const std::string& path, const FsStats& stats) {
+  absl::MutexLock lock(&mu_);
+  Step at;
+  int err = Resolve(path, true, &at);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake set fs stats ", path));
+  mounts_[at.mount]->fs->stats = stats;
+  return absl::OkStatus();
+}
+
+void FakeSyscalls::SetStatxSupport(bool mount_id, bool mount_root) {
+  absl::MutexLock lock(&mu_);
+  report_mount_id_ = mount_id;
+  report_mount_root_ = mount_root;
+}
+
+int FakeSyscalls::MountCount() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(mounts_.size()) - 1;
+}
+
+void FakeSyscalls::FailNext(Op op, int err, int times) {
+  absl::MutexLock lock(&mu_);
+  fail_errno_[OpIndex(op)] = err;
+  fail_times_[OpIndex(op)] = times;
+}
+
+void FakeSyscalls::Hang(Op op) {
+  absl::MutexLock lock(&mu_);
+  hung_[OpIndex(op)] = true;
+}
+
+void FakeSyscalls::HangNext(Op op, int times) {
+  absl::MutexLock lock(&mu_);
+  hang_next_[OpIndex(op)] = times;
+}
+
+void FakeSyscalls::Release(Op op) {
+  absl::MutexLock lock(&mu_);
+  hung_[OpIndex(op)] = false;
+  hang_next_[OpIndex(op)] = 0;
+  ++release_gen_[OpIndex(op)];
+}
+
+int FakeSyscalls::CallCount(Op op) const {
+  absl::MutexLock lock(&mu_);
+  return calls_[OpIndex(op)];
+}
+
+int FakeSyscalls::HungCount(Op op) const {
+  absl::MutexLock lock(&mu_);
+  return waiting_[OpIndex(op)];
+}
+
+bool FakeSyscalls::AwaitHung(Op op, int n, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  struct Args {
+    const FakeSyscalls* self;
+    int i;
+    int n;
+  } args{this, OpIndex(op), n};
+  return mu_.AwaitWithTimeout(absl::Condition(
+                                  +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                    return a->self->waiting_[a->i] >= a->n;
+                                  },
+                                  &args),
+                              timeout);
+}
+
+std::vector<FakeSyscalls::MountCall> FakeSyscalls::MountCalls() const {
+  absl::MutexLock lock(&mu_);
+  return mount_calls_;
+}
+
+std::vector<FakeSyscalls::UnmountCall> FakeSyscalls::UnmountCalls() const {
+  absl::MutexLock lock(&mu_);
+  return unmount_calls_;
+}
+
+void FakeSyscalls::ResetCounters() {
+  absl::MutexLock lock(&mu_);
+  calls_ = {};
+  mount_calls_.clear();
+  unmount_calls_.clear();
+}
+
+}  // namespace lustre_csi::volume

@@ -1,0 +1,162 @@
+// An in-memory Syscalls for tests, with fault switches.
+//
+// FakeSyscalls keeps a tree of directories, files and symlinks on a set of
+// file systems, and a mount table on top: mounts stack at one path and hide
+// what is beneath them, bind mounts show the source's tree, Stat reports mount
+// ids and STATX_ATTR_MOUNT_ROOT like statx, Unmount pops the top-most mount
+// (EBUSY while it has submounts or is marked busy, unless MNT_DETACH), and
+// ReadMountInfo renders a valid /proc/self/mountinfo, with octal escapes.
+// A "broken" mount answers every lookup with an errno (ENOTCONN by default),
+// like a FUSE mount whose daemon died, but can still be unmounted.
+//
+// Fault switches: FailNext(op, errno, n) fails the next n calls of op;
+// Hang(op) blocks every call of op until Release(op); HangNext(op, n) blocks
+// only the next n calls (also until Release). Every call is counted
+// (CallCount), mount and unmount calls are recorded.
+//
+// Differences from Linux, on purpose: no umask, no permission checks, MS_REC
+// does not copy submounts, MS_MOVE is not supported (EINVAL), relative paths
+// are taken from "/". The set-up methods (AddDir, AddFile, ...) neither count
+// nor fail. Thread-safe; the destructor releases hung calls and waits for
+// every call in flight to return.
+#ifndef LUSTRE_CSI_PKG_VOLUME_FAKE_SYSCALLS_H_
+#define LUSTRE_CSI_PKG_VOLUME_FAKE_SYSCALLS_H_
+
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "pkg/volume/syscalls.h"
+
+namespace lustre_csi::volume {
+
+class FakeSyscalls : public Syscalls {
+ public:
+  using Op = SyscallOp;
+
+  struct MountCall {
+    std::string source;
+    std::string target;
+    std::string fstype;
+    unsigned long flags = 0;
+    std::string data;
+  };
+  struct UnmountCall {
+    std::string target;
+    int flags = 0;
+  };
+
+  // Starts with "/" (an empty directory on an ext4-like root file system).
+  FakeSyscalls();
+  ~FakeSyscalls() override;
+  FakeSyscalls(const FakeSyscalls&) = delete;
+  FakeSyscalls& operator=(const FakeSyscalls&) = delete;
+
+  // Syscalls.
+  absl::Status Mount(const std::string& source, const std::string& target,
+                     const std::string& fstype, unsigned long flags,
+                     const std::string& data) override;
+  absl::Status Unmount(const std::string& target, int flags) override;
+  absl::StatusOr<FsStats> Statfs(const std::string& path) override;
+  absl::StatusOr<FileInfo> Stat(const std::string& path) override;
+  absl::Status Mkdir(const std::string& path, uint32_t mode) override;
+  absl::Status Rmdir(const std::string& path) override;
+  absl::StatusOr<std::string> ReadMountInfo() override;
+  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
+                                             const std::string& relative) override;
+
+  // Set-up of the tree. Missing parents are created as directories (0755).
+  // AddDir accepts an existing directory.
+  absl::Status AddDir(const std::string& path, uint32_t mode = 0755, uint32_t uid = 0,
+                      uint32_t gid = 0);
+  absl::Status AddFile(const std::string& path, uint32_t mode = 0644);
+  absl::Status AddSymlink(const std::string& path, const std::string& target);
+  // Stat without counting or faults.
+  absl::StatusOr<FileInfo> Peek(const std::string& path) const;
+  bool Exists(const std::string& path) const { return Peek(path).ok(); }
+
+  // State of the top-most mount at `target`.
+  absl::Status BreakMount(const std::string& target, int err = ENOTCONN);
+  absl::Status SetBusy(const std::string& target, bool busy);
+  // statfs figures of the file system `path` is on.
+  absl::Status SetFsStats(const std::string& path, const FsStats& stats);
+  // Pretends a kernel that does not report STATX_MNT_ID and/or
+  // STATX_ATTR_MOUNT_ROOT (both are reported by default).
+  void SetStatxSupport(bool mount_id, bool mount_root);
+  // Number of mounts besides the root file system.
+  int MountCount() const;
+
+  // Fault switches and counters.
+  void FailNext(Op op, int err, int times = 1);
+  void Hang(Op op);
+  void HangNext(Op op, int times = 1);
+  // Lets every blocked call of `op` go on and stops Hang(op).
+  void Release(Op op);
+  int CallCount(Op op) const;
+  // Calls of `op` blocked by Hang right now, and a bounded wait for `n` of them.
+  int HungCount(Op op) const;
+  bool AwaitHung(Op op, int n, absl::Duration timeout) const;
+  std::vector<MountCall> MountCalls() const;
+  std::vector<UnmountCall> UnmountCalls() const;
+  void ResetCounters();
+
+ private:
+  struct Node;
+  struct Fs;
+  struct MountRec;
+  struct Step;
+
+  // Counts the call, applies FailNext and Hang. Called with mu_ held.
+  absl::Status Enter(Op op, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Leave() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Path walking; these return 0 or an errno.
+  size_t TopOf(size_t index, const std::string& abs) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int ChildMount(size_t parent, const std::string& abs) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  Step RootStep() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int Walk(std::vector<Step>& stack, const std::string& path, bool follow_last, size_t floor,
+           bool beneath) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int Resolve(const std::string& path, bool follow_last, Step* out) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Resolves the parent of `path` and names the last component.
+  int ResolveParent(const std::string& path, Step* parent, std::string* name) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  const Node* NodeAt(const Step& step) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  FileInfo InfoAt(const Step& step, const Node& node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int TopMountIndex(const std::string& target, size_t* index) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int AddNode(const std::string& path, const Node& node, bool ok_if_dir)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveTree(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<MountRec>> mounts_ ABSL_GUARDED_BY(mu_);  // creation order
+  int next_mount_id_ ABSL_GUARDED_BY(mu_) = 1;
+  unsigned next_minor_ ABSL_GUARDED_BY(mu_) = 30;
+  bool report_mount_id_ ABSL_GUARDED_BY(mu_) = true;
+  bool report_mount_root_ ABSL_GUARDED_BY(mu_) = true;
+
+  std::array<int, kNumSyscallOps> calls_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<int, kNumSyscallOps> fail_errno_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<int, kNumSyscallOps> fail_times_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<bool, kNumSyscallOps> hung_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<int, kNumSyscallOps> hang_next_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<int, kNumSyscallOps> release_gen_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<int, kNumSyscallOps> waiting_ ABSL_GUARDED_BY(mu_) = {};
+  std::vector<MountCall> mount_calls_ ABSL_GUARDED_BY(mu_);
+  std::vector<UnmountCall> unmount_calls_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace lustre_csi::volume
+
+#endif  // LUSTRE_CSI_PKG_VOLUME_FAKE_SYSCALLS_H_

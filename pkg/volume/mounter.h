@@ -1,0 +1,58 @@
+// Mounters: make and remove one mount.
+//
+// NewBindMounter bind-mounts a source directory (or file) through the syscall
+// seam. Bind mounts ignore per-mount flags on the first call, so when the
+// options ask for any ("ro", "nosuid", "nodev", "noexec", "noatime",
+// "nodiratime", "relatime", "strictatime") a second call remounts the bind
+// with MS_REMOUNT | MS_BIND and those flags; if that fails the bind is undone,
+// so a volume asked for read-only is never left mounted read-write. "rw",
+// "bind", "defaults" and the positive forms ("suid", "dev", "exec", "atime")
+// are accepted and change nothing, "rbind" binds recursively; anything else is
+// INVALID_ARGUMENT.
+//
+// NewExecMounter runs `<mount_binary> -t <fstype> -o <opt,opt> <source>
+// <target>` with posix_spawn (no shell; -t and -o left out when empty),
+// captures its output into the error, and kills it (its whole process group)
+// when it runs longer than the timeout: DEADLINE_EXCEEDED. A non-zero exit is
+// INTERNAL with the exit status and output. Unmount goes through `sys` when
+// given (umount2, no process), otherwise runs the `umount` next to the
+// mount binary the same way.
+//
+// Mounters do not own the Syscalls, which must outlive them. Both are
+// stateless and thread-safe.
+#ifndef LUSTRE_CSI_PKG_VOLUME_MOUNTER_H_
+#define LUSTRE_CSI_PKG_VOLUME_MOUNTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "pkg/volume/syscalls.h"
+
+namespace lustre_csi::volume {
+
+class Mounter {
+ public:
+  virtual ~Mounter() = default;
+  virtual absl::Status Mount(const std::string& source, const std::string& target,
+                             const std::string& fstype,
+                             const std::vector<std::string>& options) = 0;
+  virtual absl::Status Unmount(const std::string& target) = 0;
+};
+
+std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys);
+
+std::unique_ptr<Mounter> NewExecMounter(std::string mount_binary, absl::Duration timeout,
+                                        Syscalls* sys = nullptr);
+
+// Runs `argv` (argv[0] an absolute path) with posix_spawn in its own process
+// group, stdin from /dev/null, stdout and stderr captured (the first 64 KiB).
+// OK on exit status 0; DEADLINE_EXCEEDED (after killing the process group)
+// on timeout; INTERNAL naming the status and the output otherwise.
+absl::Status RunCommand(const std::vector<std::string>& argv, absl::Duration timeout);
+
+}  // namespace lustre_csi::volume
+
+#endif  // LUSTRE_CSI_PKG_VOLUME_MOUNTER_H_

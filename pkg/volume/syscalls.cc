@@ -1,0 +1,60 @@
+#include "pkg/volume/syscalls.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/safe_path.h"
+
+namespace lustre_csi::volume {
+
+absl::Status MkdirAll(Syscalls& sys, const std::string& path, uint32_t mode) {
+  std::string clean = CleanPath(path);
+  if (clean.empty() || clean[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("path \"", path, "\" is not absolute"));
+  }
+  // Walk up to the deepest existing ancestor, then create downwards.
+  std::vector<std::string> missing;
+  std::string cur = clean;
+  while (true) {
+    absl::StatusOr<FileInfo> info = sys.Stat(cur);
+    if (info.ok()) {
+      // A symlink is followed by mkdir below; it fails there if it does not
+      // lead to a directory.
+      if (!S_ISDIR(info->mode) && !S_ISLNK(info->mode)) {
+        return ErrnoError(ENOTDIR, absl::StrCat("mkdir -p ", clean, ": ", cur));
+      }
+      break;
+    }
+    if (!absl::IsNotFound(info.status())) return info.status();
+    missing.push_back(cur);
+    if (cur == "/") break;
+    cur = ParentPath(cur);
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    absl::Status s = sys.Mkdir(*it, mode);
+    if (absl::IsAlreadyExists(s)) {
+      // Created concurrently: fine if it is a directory.
+      absl::StatusOr<FileInfo> info = sys.Stat(*it);
+      if (!info.ok()) return info.status();
+      if (!S_ISDIR(info->mode)) return s;
+    } else if (!s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> PathExists(Syscalls& sys, const std::string& path) {
+  absl::StatusOr<FileInfo> info = sys.Stat(path);
+  if (info.ok()) return true;
+  if (absl::IsNotFound(info.status())) return false;
+  return info.status();
+}
+
+}  // namespace lustre_csi::volume
