@@ -71,7 +71,7 @@ class LustreBackend : public MountBackend {
       status = dir.ok() ? volume::MkdirAll(*sys_, *dir, 0775) : dir.status();
       if (status.ok()) {
         // MkdirAll resolved lexically; confirm no symlink led outside.
-        absl::StatusOr<std::string> resolved = volume::ResolveBeneath(root_mount, source.sub_dir);
+        absl::StatusOr<std::string> resolved = sys_->ResolveBeneath(root_mount, source.sub_dir);
         if (!resolved.ok()) status = resolved.status();
       }
     }
@@ -142,7 +142,7 @@ class LocalBackend : public MountBackend {
     absl::StatusOr<std::string> dir = volume::JoinBeneath(*fs_root, source.sub_dir);
     if (!dir.ok()) return dir.status();
     if (absl::Status s = volume::MkdirAll(*sys_, *dir, 0775); !s.ok()) return s;
-    return volume::ResolveBeneath(*fs_root, source.sub_dir).status();
+    return sys_->ResolveBeneath(*fs_root, source.sub_dir).status();
   }
 
   absl::Status Mount(const LustreSource& source, const std::string& target,
@@ -170,7 +170,7 @@ class LocalBackend : public MountBackend {
  private:
   // <local-root>/<fs>, which must exist: it stands for the file system.
   absl::StatusOr<std::string> FsRoot(const LustreSource& source) {
-    absl::StatusOr<std::string> fs_root = volume::ResolveBeneath(root_, source.fs_name);
+    absl::StatusOr<std::string> fs_root = sys_->ResolveBeneath(root_, source.fs_name);
     if (!fs_root.ok() && fs_root.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(absl::StrCat("file system ", source.fs_name,
                                               " does not exist (no directory ", root_, "/",
@@ -182,7 +182,7 @@ class LocalBackend : public MountBackend {
   absl::StatusOr<std::string> Resolve(const LustreSource& source) {
     absl::StatusOr<std::string> fs_root = FsRoot(source);
     if (!fs_root.ok() || source.sub_dir.empty()) return fs_root;
-    return volume::ResolveBeneath(*fs_root, source.sub_dir);
+    return sys_->ResolveBeneath(*fs_root, source.sub_dir);
   }
 
   volume::Syscalls* const sys_;

@@ -1,0 +1,310 @@
+// The node logic and its gRPC service, on the fake syscalls with the local
+// backend: every decision of publish, unpublish and stats, the validation
+// table, and the lock rules.
+#include "pkg/driver/node.h"
+
+#include <sys/mount.h>
+
+#include <set>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pkg/driver/services.h"
+#include "pkg/volume/fake_syscalls.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+using ::testing::HasSubstr;
+using volume::FakeSyscalls;
+using volume::SyscallOp;
+
+constexpr char kRoot[] = "/lustre";
+constexpr char kPods[] = "/pods";
+
+class NodeTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs").ok());
+    ASSERT_TRUE(sys_.AddDir(kPods).ok());
+    backend_ = NewLocalBackend(&sys_, kRoot);
+    MakeLogic(NodeOptions{});
+  }
+
+  void MakeLogic(NodeOptions options) {
+    options.node_id = "node-1";
+    logic_ = std::make_unique<NodeLogic>(options, &sys_, backend_.get());
+  }
+
+  static PublishRequest Request(std::string target, bool read_only = false) {
+    PublishRequest req;
+    req.volume_id = "pvc-1#lustrefs#10.0.0.4##f";
+    req.target_path = std::move(target);
+    req.read_only = read_only;
+    req.volume_context = {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "lustrefs"}};
+    return req;
+  }
+
+  FakeSyscalls sys_;
+  std::unique_ptr<MountBackend> backend_;
+  std::unique_ptr<NodeLogic> logic_;
+};
+
+TEST_F(NodeTest, PublishCreatesTargetAndBindMountsTheFileSystem) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  EXPECT_TRUE(sys_.Exists("/pods/a"));
+  ASSERT_EQ(sys_.MountCalls().size(), 1u);
+  EXPECT_EQ(sys_.MountCalls()[0].source, "/lustre/lustrefs");
+  EXPECT_EQ(sys_.MountCalls()[0].target, "/pods/a");
+  EXPECT_TRUE(sys_.MountCalls()[0].flags & MS_BIND);
+  EXPECT_EQ(sys_.MountCount(), 1);
+}
+
+TEST_F(NodeTest, ReadOnlyPublishRemountsReadOnly) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/ro", true)).ok());
+  ASSERT_EQ(sys_.MountCalls().size(), 2u);
+  EXPECT_TRUE(sys_.MountCalls()[1].flags & MS_REMOUNT);
+  EXPECT_TRUE(sys_.MountCalls()[1].flags & MS_RDONLY);
+}
+
+TEST_F(NodeTest, SubDirIsFilledCreatedAndMounted) {
+  PublishRequest req = Request("/pods/s");
+  req.volume_context["sub-dir"] = "${pod.metadata.namespace}/${pod.metadata.name}";
+  req.volume_context["csi.storage.k8s.io/pod.namespace"] = "team";
+  req.volume_context["csi.storage.k8s.io/pod.name"] = "web-0";
+  ASSERT_TRUE(logic_->Publish(req).ok());
+  EXPECT_TRUE(sys_.Exists("/lustre/lustrefs/team/web-0"));
+  EXPECT_EQ(sys_.MountCalls()[0].source, "/lustre/lustrefs/team/web-0");
+}
+
+TEST_F(NodeTest, RepeatIsOkDifferentMountIsAlreadyExists) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  EXPECT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  EXPECT_EQ(sys_.MountCount(), 1) << "mounted twice";
+  EXPECT_EQ(logic_->Publish(Request("/pods/a", true)).code(), absl::StatusCode::kAlreadyExists);
+  PublishRequest other = Request("/pods/a");
+  ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs/elsewhere").ok());
+  other.volume_context["sub-dir"] = "elsewhere";
+  EXPECT_EQ(logic_->Publish(other).code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(NodeTest, CorruptedMountAtTargetIsRepaired) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  ASSERT_TRUE(sys_.BreakMount("/pods/a", ENOTCONN).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  EXPECT_FALSE(sys_.UnmountCalls().empty()) << "the broken mount was not unmounted";
+  EXPECT_EQ(sys_.MountCount(), 1);
+  EXPECT_EQ(sys_.MountCalls().size(), 2u) << "not mounted again";
+}
+
+TEST_F(NodeTest, FailedMountLeavesNothing) {
+  sys_.FailNext(SyscallOp::kMount, EIO);
+  absl::Status status = logic_->Publish(Request("/pods/a"));
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(sys_.MountCount(), 0);
+  EXPECT_FALSE(sys_.Exists("/pods/a")) << "target created by the failed call was left";
+}
+
+TEST_F(NodeTest, UnknownFileSystemIsNotFound) {
+  PublishRequest req = Request("/pods/a");
+  req.volume_context["fs-name"] = "nofs";
+  EXPECT_EQ(logic_->Publish(req).code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+}
+
+TEST_F(NodeTest, SymlinkSubDirCannotEscape) {
+  ASSERT_TRUE(sys_.AddDir("/etc").ok());
+  ASSERT_TRUE(sys_.AddSymlink("/lustre/lustrefs/evil", "/etc").ok());
+  PublishRequest req = Request("/pods/a");
+  req.volume_context["sub-dir"] = "evil";
+  EXPECT_EQ(logic_->Publish(req).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sys_.MountCount(), 0);
+}
+
+TEST_F(NodeTest, SameTargetInFlightIsAbortedOtherTargetsProceed) {
+  sys_.HangNext(SyscallOp::kMount);
+  absl::Status first;
+  std::thread publisher([&] { first = logic_->Publish(Request("/pods/a")); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kMount, 1, absl::Seconds(10)));
+  EXPECT_EQ(logic_->Publish(Request("/pods/a")).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(logic_->Unpublish("v", "/pods/a").code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok()) << "another target had to wait";
+  sys_.Release(SyscallOp::kMount);
+  publisher.join();
+  EXPECT_TRUE(first.ok()) << first;
+  EXPECT_TRUE(logic_->Publish(Request("/pods/a")).ok()) << "lock not released";
+}
+
+TEST_F(NodeTest, MountSlotsBoundConcurrentMounts) {
+  NodeOptions options;
+  options.max_concurrent_mounts = 1;
+  options.mount_slot_timeout = absl::Milliseconds(50);
+  MakeLogic(options);
+  sys_.HangNext(SyscallOp::kMount);
+  absl::Status first;
+  std::thread publisher([&] { first = logic_->Publish(Request("/pods/a")); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kMount, 1, absl::Seconds(10)));
+  absl::Status second = logic_->Publish(Request("/pods/b"));
+  EXPECT_EQ(second.code(), absl::StatusCode::kUnavailable) << second;
+  EXPECT_FALSE(sys_.Exists("/pods/b"));
+  sys_.Release(SyscallOp::kMount);
+  publisher.join();
+  EXPECT_TRUE(first.ok());
+  EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok()) << "slot not returned";
+}
+
+TEST_F(NodeTest, UnpublishIsIdempotentAndRemovesOnlyTheTarget) {
+  EXPECT_TRUE(logic_->Unpublish("v", "/pods/never").ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+  EXPECT_EQ(sys_.MountCount(), 0);
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+  EXPECT_TRUE(sys_.Exists("/pods"));
+  EXPECT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+}
+
+TEST_F(NodeTest, UnpublishNeverDeletesDataBelowTarget) {
+  ASSERT_TRUE(sys_.AddDir("/pods/full").ok());
+  ASSERT_TRUE(sys_.AddFile("/pods/full/data").ok());
+  absl::Status status = logic_->Unpublish("v", "/pods/full");
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(sys_.Exists("/pods/full/data"));
+}
+
+TEST_F(NodeTest, Stats) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  volume::FsStats fs;
+  fs.block_size = 4096;
+  fs.blocks = 1000;
+  fs.blocks_free = 400;
+  fs.blocks_available = 300;
+  fs.files = 100;
+  fs.files_free = 60;
+  ASSERT_TRUE(sys_.SetFsStats("/pods/a", fs).ok());
+  absl::StatusOr<VolumeStats> stats = logic_->Stats("v", "/pods/a");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_FALSE(stats->abnormal);
+  EXPECT_EQ(stats->capacity_bytes, 4096 * 1000);
+  EXPECT_EQ(stats->available_bytes, 4096 * 300);
+  EXPECT_EQ(stats->inodes, 100);
+  EXPECT_EQ(stats->inodes_free, 60);
+
+  EXPECT_EQ(logic_->Stats("v", "/pods/missing").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(sys_.AddDir("/pods/unmounted").ok());
+  EXPECT_TRUE(logic_->Stats("v", "/pods/unmounted")->abnormal);
+  ASSERT_TRUE(sys_.BreakMount("/pods/a", ESTALE).ok());
+  absl::StatusOr<VolumeStats> broken = logic_->Stats("v", "/pods/a");
+  ASSERT_TRUE(broken.ok()) << broken.status();
+  EXPECT_TRUE(broken->abnormal);
+  EXPECT_THAT(broken->message, HasSubstr("corrupted"));
+}
+
+// ------------------------------------------------ gRPC validation table
+
+csi::v1::NodePublishVolumeRequest GoodProto() {
+  csi::v1::NodePublishVolumeRequest req;
+  req.set_volume_id("pvc-1#lustrefs#10.0.0.4##f");
+  req.set_target_path("/pods/g");
+  req.mutable_volume_capability()->mutable_mount();
+  req.mutable_volume_capability()->mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+  (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
+  (*req.mutable_volume_context())["fs-name"] = "lustrefs";
+  return req;
+}
+
+struct ProtoCase {
+  const char* name;
+  std::function<void(csi::v1::NodePublishVolumeRequest*)> mutate;
+  grpc::StatusCode code;
+};
+
+TEST_F(NodeTest, PublishValidationTable) {
+  NodeService service(logic_.get(), nullptr);
+  using Mode = csi::v1::VolumeCapability::AccessMode;
+  const std::vector<ProtoCase> cases = {
+      {"no volume id", [](auto* r) { r->clear_volume_id(); }, grpc::INVALID_ARGUMENT},
+      {"no target", [](auto* r) { r->clear_target_path(); }, grpc::INVALID_ARGUMENT},
+      {"no capability", [](auto* r) { r->clear_volume_capability(); }, grpc::INVALID_ARGUMENT},
+      {"block", [](auto* r) { r->mutable_volume_capability()->mutable_block(); },
+       grpc::INVALID_ARGUMENT},
+      {"unknown mode",
+       [](auto* r) {
+         r->mutable_volume_capability()->mutable_access_mode()->set_mode(Mode::UNKNOWN);
+       },
+       grpc::INVALID_ARGUMENT},
+      {"ext4",
+       [](auto* r) { r->mutable_volume_capability()->mutable_mount()->set_fs_type("ext4"); },
+       grpc::INVALID_ARGUMENT},
+      {"bad group",
+       [](auto* r) {
+         r->mutable_volume_capability()->mutable_mount()->set_volume_mount_group("staff");
+       },
+       grpc::INVALID_ARGUMENT},
+      {"relative target", [](auto* r) { r->set_target_path("pods/x"); }, grpc::INVALID_ARGUMENT},
+      {"NUL in target", [](auto* r) { r->set_target_path(std::string("/pods/a\0b", 9)); },
+       grpc::INVALID_ARGUMENT},
+      {"unclean target", [](auto* r) { r->set_target_path("/pods/../etc"); },
+       grpc::INVALID_ARGUMENT},
+      {"no mgs", [](auto* r) { r->mutable_volume_context()->erase("mgs-ip-address"); },
+       grpc::INVALID_ARGUMENT},
+      {"injection",
+       [](auto* r) { r->mutable_volume_capability()->mutable_mount()->add_mount_flags("a,bind"); },
+       grpc::INVALID_ARGUMENT},
+      {"good", [](auto*) {}, grpc::OK},
+  };
+  for (const ProtoCase& c : cases) {
+    csi::v1::NodePublishVolumeRequest req = GoodProto();
+    c.mutate(&req);
+    csi::v1::NodePublishVolumeResponse res;
+    grpc::Status status = service.NodePublishVolume(nullptr, &req, &res);
+    EXPECT_EQ(status.error_code(), c.code) << c.name << ": " << status.error_message();
+    EXPECT_EQ(sys_.MountCount(), c.code == grpc::OK ? 1 : 0) << c.name;
+  }
+}
+
+TEST_F(NodeTest, ServiceReportsCapabilitiesAndInfo) {
+  NodeOptions options;
+  options.max_volumes_per_node = 7;
+  options.topology = {{"topology.kubernetes.io/zone", "z1"}};
+  MakeLogic(options);
+  NodeService service(logic_.get(), nullptr);
+  csi::v1::NodeGetInfoRequest info_req;
+  csi::v1::NodeGetInfoResponse info;
+  ASSERT_TRUE(service.NodeGetInfo(nullptr, &info_req, &info).ok());
+  EXPECT_EQ(info.node_id(), "node-1");
+  EXPECT_EQ(info.max_volumes_per_node(), 7);
+  EXPECT_EQ(info.accessible_topology().segments().at("topology.kubernetes.io/zone"), "z1");
+
+  csi::v1::NodeGetCapabilitiesRequest caps_req;
+  csi::v1::NodeGetCapabilitiesResponse caps;
+  ASSERT_TRUE(service.NodeGetCapabilities(nullptr, &caps_req, &caps).ok());
+  std::set<int> types;
+  for (const auto& c : caps.capabilities()) types.insert(c.rpc().type());
+  using Rpc = csi::v1::NodeServiceCapability::RPC;
+  EXPECT_EQ(types, (std::set<int>{Rpc::GET_VOLUME_STATS, Rpc::VOLUME_CONDITION,
+                                  Rpc::SINGLE_NODE_MULTI_WRITER, Rpc::VOLUME_MOUNT_GROUP}));
+
+  // Staging is deliberately not offered.
+  csi::v1::NodeStageVolumeRequest stage;
+  csi::v1::NodeStageVolumeResponse staged;
+  EXPECT_EQ(service.NodeStageVolume(nullptr, &stage, &staged).error_code(), grpc::UNIMPLEMENTED);
+}
+
+TEST(LustreBackendTest, ReadyNeedsTheMountHelper) {
+  FakeSyscalls sys;
+  LustreBackendOptions options;
+  options.mount_helpers = {"/sbin/mount.lustre"};
+  bool present = false;
+  options.exists = [&](const std::string&) { return present; };
+  auto backend = NewLustreBackend(&sys, volume::NewBindMounter(&sys), options);
+  absl::Status not_ready = backend->Ready();
+  EXPECT_EQ(not_ready.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(not_ready.message(), HasSubstr("/sbin/mount.lustre"));
+  present = true;
+  EXPECT_TRUE(backend->Ready().ok());
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver
