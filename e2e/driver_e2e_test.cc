@@ -1,9 +1,12 @@
 // End-to-end: the real lustre-csi binary (node in local mount mode, and
 // controller) over real unix sockets, making real bind mounts inside this
 // test's private mount namespace.
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/csi.grpc.pb.h"
+#include "proto/pluginregistration.grpc.pb.h"
 
 namespace lustre_csi::e2e {
 namespace {
@@ -362,6 +366,88 @@ TEST_F(DriverE2eTest, StaleSocketIsReplacedLiveSocketIsRefused) {
   grpc::ClientContext again;
   grpc::Status again_status = identity_->Probe(&again, {}, &probe);
   EXPECT_TRUE(again_status.ok()) << again_status.error_message() << ReadFile(tmp_.Join("node.log"));
+}
+
+// Raw HTTP GET against 127.0.0.1:port; the whole answer.
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, n);
+  }
+  close(fd);
+  return out;
+}
+
+// A free TCP port on loopback (bound, read, released).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(NodeServingE2eTest, KubeletRegistrationAndHttpEndpoints) {
+  TempDir tmp;
+  ASSERT_EQ(mkdir(tmp.Join("registry").c_str(), 0755), 0);
+  int port = FreePort();
+  std::string socket_path = tmp.Join("csi.sock");
+  Subprocess node(
+      {BinaryPath(), "node", "--nodeid=n1", "--mount-mode=lustre",
+       "--endpoint=unix://" + socket_path, "--plugin-registration-dir=" + tmp.Join("registry"),
+       "--kubelet-registration-path=/var/lib/kubelet/plugins/x/csi.sock",
+       absl::StrCat("--metrics-address=127.0.0.1:", port)},
+      tmp.Join("node.log"));
+  std::string reg_socket = tmp.Join("registry/azurelustre.csi.azure.com-reg.sock");
+  ASSERT_TRUE(WaitForSocket(reg_socket, absl::Seconds(10)).ok()) << ReadFile(tmp.Join("node.log"));
+
+  // What the kubelet does: GetInfo, then NotifyRegistrationStatus.
+  auto reg = pluginregistration::Registration::NewStub(Channel(reg_socket));
+  grpc::ClientContext ctx;
+  pluginregistration::PluginInfo info;
+  ASSERT_TRUE(reg->GetInfo(&ctx, {}, &info).ok());
+  EXPECT_EQ(info.type(), "CSIPlugin");
+  EXPECT_EQ(info.name(), "azurelustre.csi.azure.com");
+  EXPECT_EQ(info.endpoint(), "/var/lib/kubelet/plugins/x/csi.sock");
+  EXPECT_THAT(info.supported_versions(), testing::ElementsAre("1.0.0"));
+  pluginregistration::RegistrationStatus status;
+  status.set_plugin_registered(true);
+  pluginregistration::RegistrationStatusResponse ack;
+  grpc::ClientContext notify_ctx;
+  EXPECT_TRUE(reg->NotifyRegistrationStatus(&notify_ctx, status, &ack).ok());
+
+  // Lustre mode on a machine without the Lustre client: alive, not ready,
+  // and Probe says so too.
+  EXPECT_THAT(HttpGet(port, "/healthz"), testing::StartsWith("HTTP/1.1 200"));
+  std::string readyz = HttpGet(port, "/readyz");
+  EXPECT_THAT(readyz, testing::StartsWith("HTTP/1.1 503"));
+  EXPECT_THAT(readyz, testing::HasSubstr("mount.lustre"));
+  auto identity = csi::v1::Identity::NewStub(Channel(socket_path));
+  grpc::ClientContext probe_ctx;
+  csi::v1::ProbeResponse probe;
+  ASSERT_TRUE(identity->Probe(&probe_ctx, {}, &probe).ok());
+  EXPECT_FALSE(probe.ready().value());
+  std::string metrics = HttpGet(port, "/metrics");
+  EXPECT_THAT(metrics,
+              testing::HasSubstr("lustre_csi_calls_total{method=\"Probe\",code=\"OK\"} 1"));
+
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(absl::Seconds(30)), 0);
+  EXPECT_NE(access(reg_socket.c_str(), F_OK), 0) << "registration socket left behind";
+  EXPECT_NE(access(socket_path.c_str(), F_OK), 0) << "CSI socket left behind";
 }
 
 }  // namespace
