@@ -1,0 +1,251 @@
+// csi-client: a CSI client for any endpoint, for demos and benchmarks.
+//
+//   csi-client --endpoint=unix:///csi.sock --rpc=Probe
+//   csi-client --endpoint=... --rpc=CreateVolume --name=pvc-1 \
+//       --params=mgs-ip-address=10.0.0.4,fs-name=lustrefs
+//   csi-client --endpoint=... --rpc=NodePublishVolume --volume-id=ID \
+//       --target=/mnt/t --params=mgs-ip-address=...,fs-name=... [--readonly]
+//   csi-client --endpoint=... --rpc=PublishUnpublish --target=/mnt/t%d \
+//       --params=... --n=10000 --concurrency=16
+//
+// With --n=1 (the default) it prints the reply in protobuf text format and
+// exits 0 on success, 1 on an error status (printed as CODE: message). With
+// --n>1 it repeats the call from --concurrency threads and prints count,
+// errors, throughput and latency percentiles. In --target and --name, %d is
+// replaced by the call's index, so concurrent calls use distinct volumes.
+#include <gflags/gflags.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "google/protobuf/text_format.h"
+#include "proto/csi.grpc.pb.h"
+
+DEFINE_string(endpoint, "", "CSI endpoint, unix:///path.sock");
+DEFINE_string(rpc, "Probe",
+              "GetPluginInfo, GetPluginCapabilities, Probe, NodeGetInfo, NodeGetCapabilities, "
+              "NodeGetVolumeStats, NodePublishVolume, NodeUnpublishVolume, PublishUnpublish, "
+              "CreateVolume, DeleteVolume, CreateDelete, ValidateVolumeCapabilities, "
+              "ControllerGetCapabilities");
+DEFINE_string(params, "", "key=value[,key=value]: parameters or volume context");
+DEFINE_string(name, "vol-%d", "CreateVolume name");
+DEFINE_string(volume_id, "vol", "volume id");
+DEFINE_string(target, "", "target or volume path");
+DEFINE_bool(readonly, false, "publish read-only");
+DEFINE_string(mount_flags, "", "comma-separated mount flags");
+DEFINE_int64(n, 1, "number of calls (pairs count as one)");
+DEFINE_int32(concurrency, 1, "client threads");
+DEFINE_int32(timeout_seconds, 120, "per-call deadline");
+
+namespace {
+
+using Clock = std::function<grpc::Status(int64_t index)>;
+
+std::string Fill(const std::string& pattern, int64_t index) {
+  return absl::StrReplaceAll(pattern, {{"%d", std::to_string(index)}});
+}
+
+std::map<std::string, std::string> Params() {
+  std::map<std::string, std::string> out;
+  for (absl::string_view kv : absl::StrSplit(FLAGS_params, ',', absl::SkipEmpty())) {
+    std::vector<std::string> parts = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    out[parts[0]] = parts.size() > 1 ? parts[1] : "";
+  }
+  return out;
+}
+
+csi::v1::VolumeCapability Capability() {
+  csi::v1::VolumeCapability cap;
+  auto* mount = cap.mutable_mount();
+  for (absl::string_view f : absl::StrSplit(FLAGS_mount_flags, ',', absl::SkipEmpty())) {
+    mount->add_mount_flags(std::string(f));
+  }
+  cap.mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+  return cap;
+}
+
+class Client {
+ public:
+  explicit Client(std::shared_ptr<grpc::Channel> channel)
+      : identity_(csi::v1::Identity::NewStub(channel)),
+        node_(csi::v1::Node::NewStub(channel)),
+        controller_(csi::v1::Controller::NewStub(channel)) {}
+
+  // Makes call `index`; the reply goes to `reply` when not null.
+  grpc::Status Call(const std::string& rpc, int64_t index, std::string* reply) {
+    const auto params = Params();
+    auto ctx = [] {
+      auto c = std::make_unique<grpc::ClientContext>();
+      c->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::seconds(FLAGS_timeout_seconds));
+      return c;
+    };
+    auto done = [reply](const google::protobuf::Message& m, grpc::Status s) {
+      if (reply != nullptr && s.ok()) google::protobuf::TextFormat::PrintToString(m, reply);
+      return s;
+    };
+    if (rpc == "GetPluginInfo") {
+      csi::v1::GetPluginInfoResponse r;
+      return done(r, identity_->GetPluginInfo(ctx().get(), {}, &r));
+    }
+    if (rpc == "GetPluginCapabilities") {
+      csi::v1::GetPluginCapabilitiesResponse r;
+      return done(r, identity_->GetPluginCapabilities(ctx().get(), {}, &r));
+    }
+    if (rpc == "Probe") {
+      csi::v1::ProbeResponse r;
+      return done(r, identity_->Probe(ctx().get(), {}, &r));
+    }
+    if (rpc == "NodeGetInfo") {
+      csi::v1::NodeGetInfoResponse r;
+      return done(r, node_->NodeGetInfo(ctx().get(), {}, &r));
+    }
+    if (rpc == "NodeGetCapabilities") {
+      csi::v1::NodeGetCapabilitiesResponse r;
+      return done(r, node_->NodeGetCapabilities(ctx().get(), {}, &r));
+    }
+    if (rpc == "ControllerGetCapabilities") {
+      csi::v1::ControllerGetCapabilitiesResponse r;
+      return done(r, controller_->ControllerGetCapabilities(ctx().get(), {}, &r));
+    }
+    if (rpc == "NodeGetVolumeStats") {
+      csi::v1::NodeGetVolumeStatsRequest q;
+      q.set_volume_id(Fill(FLAGS_volume_id, index));
+      q.set_volume_path(Fill(FLAGS_target, index));
+      csi::v1::NodeGetVolumeStatsResponse r;
+      return done(r, node_->NodeGetVolumeStats(ctx().get(), q, &r));
+    }
+    if (rpc == "NodePublishVolume" || rpc == "PublishUnpublish") {
+      csi::v1::NodePublishVolumeRequest q;
+      q.set_volume_id(Fill(FLAGS_volume_id, index));
+      q.set_target_path(Fill(FLAGS_target, index));
+      q.set_readonly(FLAGS_readonly);
+      *q.mutable_volume_capability() = Capability();
+      q.mutable_volume_context()->insert(params.begin(), params.end());
+      csi::v1::NodePublishVolumeResponse r;
+      grpc::Status s = node_->NodePublishVolume(ctx().get(), q, &r);
+      if (rpc == "NodePublishVolume" || !s.ok()) return done(r, s);
+      return Call("NodeUnpublishVolume", index, reply);
+    }
+    if (rpc == "NodeUnpublishVolume") {
+      csi::v1::NodeUnpublishVolumeRequest q;
+      q.set_volume_id(Fill(FLAGS_volume_id, index));
+      q.set_target_path(Fill(FLAGS_target, index));
+      csi::v1::NodeUnpublishVolumeResponse r;
+      return done(r, node_->NodeUnpublishVolume(ctx().get(), q, &r));
+    }
+    if (rpc == "CreateVolume" || rpc == "CreateDelete") {
+      csi::v1::CreateVolumeRequest q;
+      q.set_name(Fill(FLAGS_name, index));
+      *q.add_volume_capabilities() = Capability();
+      q.mutable_parameters()->insert(params.begin(), params.end());
+      csi::v1::CreateVolumeResponse r;
+      grpc::Status s = controller_->CreateVolume(ctx().get(), q, &r);
+      if (rpc == "CreateVolume" || !s.ok()) return done(r, s);
+      csi::v1::DeleteVolumeRequest d;
+      d.set_volume_id(r.volume().volume_id());
+      csi::v1::DeleteVolumeResponse dr;
+      return done(dr, controller_->DeleteVolume(ctx().get(), d, &dr));
+    }
+    if (rpc == "DeleteVolume") {
+      csi::v1::DeleteVolumeRequest q;
+      q.set_volume_id(Fill(FLAGS_volume_id, index));
+      csi::v1::DeleteVolumeResponse r;
+      return done(r, controller_->DeleteVolume(ctx().get(), q, &r));
+    }
+    if (rpc == "ValidateVolumeCapabilities") {
+      csi::v1::ValidateVolumeCapabilitiesRequest q;
+      q.set_volume_id(Fill(FLAGS_volume_id, index));
+      *q.add_volume_capabilities() = Capability();
+      q.mutable_volume_context()->insert(params.begin(), params.end());
+      csi::v1::ValidateVolumeCapabilitiesResponse r;
+      return done(r, controller_->ValidateVolumeCapabilities(ctx().get(), q, &r));
+    }
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown --rpc " + rpc);
+  }
+
+ private:
+  std::unique_ptr<csi::v1::Identity::Stub> identity_;
+  std::unique_ptr<csi::v1::Node::Stub> node_;
+  std::unique_ptr<csi::v1::Controller::Stub> controller_;
+};
+
+double Percentile(std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t i = static_cast<size_t>(p * (sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("a CSI client for demos and benchmarks; see the source header");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  std::string endpoint = FLAGS_endpoint;
+  if (endpoint.rfind("unix://", 0) == 0) endpoint = "unix:" + endpoint.substr(7);
+  if (endpoint.empty()) {
+    std::cerr << "csi-client: --endpoint is required\n";
+    return 2;
+  }
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  Client client(grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
+
+  if (FLAGS_n <= 1) {
+    std::string reply;
+    grpc::Status s = client.Call(FLAGS_rpc, 0, &reply);
+    if (!s.ok()) {
+      std::cerr << FLAGS_rpc << ": " << s.error_code() << ": " << s.error_message() << "\n";
+      return 1;
+    }
+    std::cout << reply;
+    return 0;
+  }
+
+  std::atomic<int64_t> next{0}, errors{0};
+  std::vector<std::vector<double>> latencies(FLAGS_concurrency);
+  std::string first_error;
+  std::mutex error_mu;
+  absl::Time start = absl::Now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < FLAGS_concurrency; ++t) {
+    threads.emplace_back([&, t] {
+      for (int64_t i = next++; i < FLAGS_n; i = next++) {
+        absl::Time call_start = absl::Now();
+        grpc::Status s = client.Call(FLAGS_rpc, i, nullptr);
+        latencies[t].push_back(absl::ToDoubleMicroseconds(absl::Now() - call_start));
+        if (!s.ok()) {
+          ++errors;
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (first_error.empty()) first_error = s.error_message();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  printf(
+      "rpc=%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s "
+      "p50_us=%.1f p90_us=%.1f p99_us=%.1f max_us=%.1f\n",
+      FLAGS_rpc.c_str(), static_cast<long long>(FLAGS_n), FLAGS_concurrency,
+      static_cast<long long>(errors.load()), seconds, FLAGS_n / seconds, Percentile(all, 0.5),
+      Percentile(all, 0.9), Percentile(all, 0.99), all.back());
+  if (!first_error.empty()) fprintf(stderr, "first error: %s\n", first_error.c_str());
+  return errors == 0 ? 0 : 1;
+}
