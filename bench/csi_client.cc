@@ -183,6 +183,28 @@ class Client {
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
 };
 
+const char* CodeName(grpc::StatusCode code) {
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  int i = static_cast<int>(code);
+  return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
+}
+
 double Percentile(std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
   size_t i = static_cast<size_t>(p * (sorted.size() - 1) + 0.5);
@@ -208,7 +230,8 @@ int main(int argc, char** argv) {
     std::string reply;
     grpc::Status s = client.Call(FLAGS_rpc, 0, &reply);
     if (!s.ok()) {
-      std::cerr << FLAGS_rpc << ": " << s.error_code() << ": " << s.error_message() << "\n";
+      std::cerr << FLAGS_rpc << ": " << CodeName(s.error_code()) << ": " << s.error_message()
+                << "\n";
       return 1;
     }
     std::cout << reply;
