@@ -35,6 +35,8 @@ DEFINE_bool(enable_azurelustre_mock_mount, false, "same as --mount-mode=mock");
 DEFINE_string(local_root, "", "root directory standing in for file systems in local mode");
 DEFINE_string(working_mount_dir, "/tmp",
               "where the file system root is mounted briefly to create a missing sub-dir");
+DEFINE_string(mount_command, "/bin/mount",
+              "the mount program run in lustre mode (as: -t lustre -o <opts> <source> <target>)");
 DEFINE_int32(max_concurrent_mounts, 8, "Lustre mounts in flight at once");
 DEFINE_int32(mount_timeout_seconds, 120, "a mount that takes longer is killed and fails");
 DEFINE_int64(max_volumes_per_node, 0, "reported by NodeGetInfo; 0 means no limit");
@@ -147,7 +149,9 @@ int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
     driver::LustreBackendOptions options;
     options.working_mount_dir = FLAGS_working_mount_dir;
     backend = driver::NewLustreBackend(
-        sys.get(), volume::NewExecMounter("/bin/mount", absl::Seconds(FLAGS_mount_timeout_seconds)),
+        sys.get(),
+        volume::NewExecMounter(FLAGS_mount_command, absl::Seconds(FLAGS_mount_timeout_seconds),
+                               sys.get()),
         options);
   } else if (mode == "mock") {
     backend = driver::NewMockBackend();
@@ -243,8 +247,8 @@ cli::Subcommand NodeSubcommand() {
   sub.flags = kSharedFlags;
   for (const char* f :
        {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "working_mount_dir",
-        "max_concurrent_mounts", "mount_timeout_seconds", "max_volumes_per_node", "topology",
-        "plugin_registration_dir", "kubelet_registration_path"}) {
+        "mount_command", "max_concurrent_mounts", "mount_timeout_seconds", "max_volumes_per_node",
+        "topology", "plugin_registration_dir", "kubelet_registration_path"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunNode;

@@ -101,6 +101,7 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
   std::vector<std::string> failures;
   absl::Status last;
   Syscalls* s = &sys;
+  bool escalating = false;
   for (const Step& step : steps) {
     int flags = step.flags;
     last = RunBounded<absl::Status>([s, target, flags] { return s->Unmount(target, flags); },
@@ -109,12 +110,17 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
     std::optional<int> err = ErrnoOf(last);
     if (err == EINVAL || err == ENOENT) return UnmountOutcome::kNotMounted;
     failures.push_back(absl::StrCat(step.name, ": ", last.message()));
-    bool escalate = absl::IsDeadlineExceeded(last) ||
+    // Escalate from a busy, corrupted or hung mount; once escalating, a
+    // step that cannot help (force answers EPERM where the caller lacks the
+    // init namespace's CAP_SYS_ADMIN, EINVAL where unsupported) gives way to
+    // the next one rather than ending the attempt.
+    bool escalate = escalating || absl::IsDeadlineExceeded(last) ||
                     (err.has_value() && (*err == EBUSY || IsCorruptedErrno(*err)));
     if (!escalate) break;
+    escalating = true;
   }
-  absl::Status out(last.code(), absl::StrCat("unmount ", target, " failed: ",
-                                             absl::StrJoin(failures, "; ")));
+  absl::Status out(last.code(),
+                   absl::StrCat("unmount ", target, " failed: ", absl::StrJoin(failures, "; ")));
   last.ForEachPayload(
       [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;

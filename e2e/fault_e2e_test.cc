@@ -1,0 +1,142 @@
+// Faults at the mount layer, with the real binary in lustre mode and a
+// stand-in for the lowest level only: the mount program.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "e2e/e2e_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/csi.grpc.pb.h"
+
+namespace lustre_csi::e2e {
+namespace {
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+}
+
+class MountFaultTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    // The stand-in mount program: hangs while <tmp>/hang exists, fails while
+    // <tmp>/fail exists, otherwise bind-mounts <tmp>/fs onto the target
+    // (its last argument) and records its arguments.
+    ASSERT_EQ(mkdir(tmp_.Join("fs").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir(tmp_.Join("pods").c_str(), 0755), 0);
+    std::string script = absl::StrCat(
+        "#!/bin/sh\n"
+        "echo \"$@\" >> ",
+        tmp_.Join("calls"), "\n", "[ -e ", tmp_.Join("hang"), " ] && exec sleep 3600\n", "[ -e ",
+        tmp_.Join("fail"), " ] && { echo 'mount.lustre: mount ",
+        "failed: Connection refused' >&2; exit 32; }\n", "for last; do :; done\n",
+        "exec mount --bind ", tmp_.Join("fs"), " \"$last\"\n");
+    ASSERT_TRUE(WriteFile(tmp_.Join("mount"), script).ok());
+    ASSERT_EQ(chmod(tmp_.Join("mount").c_str(), 0755), 0);
+    socket_ = tmp_.Join("node.sock");
+    node_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{BinaryPath(), "node", "--nodeid=n1", "--mount-mode=lustre",
+                                 "--mount-command=" + tmp_.Join("mount"),
+                                 "--mount-timeout-seconds=1", "--endpoint=unix://" + socket_},
+        tmp_.Join("node.log"));
+    ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(10)).ok()) << ReadFile(tmp_.Join("node.log"));
+    stub_ = csi::v1::Node::NewStub(Channel(socket_));
+  }
+
+  grpc::Status Publish(const std::string& target) {
+    csi::v1::NodePublishVolumeRequest req;
+    req.set_volume_id("pvc-1#lustrefs#10.0.0.4##f");
+    req.set_target_path(target);
+    req.mutable_volume_capability()->mutable_mount();
+    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
+        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
+    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
+    grpc::ClientContext ctx;
+    csi::v1::NodePublishVolumeResponse res;
+    return stub_->NodePublishVolume(&ctx, req, &res);
+  }
+
+  grpc::Status Unpublish(const std::string& target) {
+    csi::v1::NodeUnpublishVolumeRequest req;
+    req.set_volume_id("pvc-1#lustrefs#10.0.0.4##f");
+    req.set_target_path(target);
+    grpc::ClientContext ctx;
+    csi::v1::NodeUnpublishVolumeResponse res;
+    return stub_->NodeUnpublishVolume(&ctx, req, &res);
+  }
+
+  TempDir tmp_;
+  std::string socket_;
+  std::unique_ptr<Subprocess> node_;
+  std::unique_ptr<csi::v1::Node::Stub> stub_;
+};
+
+TEST_F(MountFaultTest, MountProgramGetsLustreArguments) {
+  ASSERT_TRUE(Publish(tmp_.Join("pods/a")).ok()) << ReadFile(tmp_.Join("node.log"));
+  EXPECT_EQ(ReadFile(tmp_.Join("calls")),
+            absl::StrCat("-t lustre 10.0.0.4@tcp:/lustrefs ", tmp_.Join("pods/a"), "\n"));
+  EXPECT_THAT(MountsUnder(tmp_.Join("pods")), testing::ElementsAre(tmp_.Join("pods/a")));
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/a")).ok());
+  EXPECT_THAT(MountsUnder(tmp_.Join("pods")), testing::IsEmpty());
+}
+
+TEST_F(MountFaultTest, HungMountTimesOutReleasesItsTargetAndOthersProceed) {
+  ASSERT_TRUE(WriteFile(tmp_.Join("hang"), "").ok());
+  grpc::Status hung;
+  std::thread slow([&] { hung = Publish(tmp_.Join("pods/slow")); });
+  // While it hangs, the same target is busy and a second target is not
+  // blocked by it (it hangs on its own and times out on its own).
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(Publish(tmp_.Join("pods/slow")).error_code(), grpc::ABORTED);
+  slow.join();
+  EXPECT_EQ(hung.error_code(), grpc::DEADLINE_EXCEEDED) << hung.error_message();
+  EXPECT_NE(access(tmp_.Join("pods/slow").c_str(), F_OK), 0) << "target left behind";
+
+  unlink(tmp_.Join("hang").c_str());
+  EXPECT_TRUE(Publish(tmp_.Join("pods/slow")).ok()) << "target still locked";
+  EXPECT_TRUE(Publish(tmp_.Join("pods/other")).ok());
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/slow")).ok());
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/other")).ok());
+  // The hung mount program was killed, not left behind.
+  EXPECT_EQ(system(("pgrep -f '^sleep 3600$' >/dev/null")), 256) << "stray mount program";
+}
+
+TEST_F(MountFaultTest, FailedMountReportsTheMountOutputAndLeavesNothing) {
+  ASSERT_TRUE(WriteFile(tmp_.Join("fail"), "").ok());
+  grpc::Status status = Publish(tmp_.Join("pods/a"));
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.error_message(), testing::HasSubstr("Connection refused"));
+  EXPECT_NE(access(tmp_.Join("pods/a").c_str(), F_OK), 0);
+  EXPECT_THAT(MountsUnder(tmp_.Join("pods")), testing::IsEmpty());
+}
+
+TEST_F(MountFaultTest, BusyTargetIsDetachedOnUnpublish) {
+  ASSERT_TRUE(Publish(tmp_.Join("pods/busy")).ok());
+  // A process holds the mount busy (its working directory is inside).
+  Subprocess holder({"/bin/sh", "-c", "cd " + tmp_.Join("pods/busy") + " && exec sleep 3600"});
+  absl::SleepFor(absl::Milliseconds(100));
+  grpc::Status status = Unpublish(tmp_.Join("pods/busy"));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(MountsUnder(tmp_.Join("pods")), testing::IsEmpty());
+}
+
+}  // namespace
+}  // namespace lustre_csi::e2e
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
+  if (!ns.ok()) {
+    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
+    return 1;
+  }
+  return RUN_ALL_TESTS();
+}
