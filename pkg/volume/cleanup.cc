@@ -111,9 +111,9 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
     if (err == EINVAL || err == ENOENT) return UnmountOutcome::kNotMounted;
     failures.push_back(absl::StrCat(step.name, ": ", last.message()));
     // Escalate from a busy, corrupted or hung mount; once escalating, a
-    // step that cannot help (force answers EPERM where the caller lacks the
-    // init namespace's CAP_SYS_ADMIN, EINVAL where unsupported) gives way to
-    // the next one rather than ending the attempt.
+    // step that cannot help (MNT_FORCE answers EPERM where the caller lacks
+    // CAP_SYS_ADMIN in the initial user namespace) gives way to the next one
+    // rather than ending the attempt.
     bool escalate = escalating || absl::IsDeadlineExceeded(last) ||
                     (err.has_value() && (*err == EBUSY || IsCorruptedErrno(*err)));
     if (!escalate) break;

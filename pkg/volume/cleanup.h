@@ -11,7 +11,9 @@
 //
 // CleanupMountPoint is what an unpublish calls: idempotent, it unmounts
 // everything stacked at the target (also corrupted mounts), then removes the
-// target directory with rmdir only; it never deletes anything below it.
+// target directory with rmdir only; it never deletes anything below it. Its
+// stat of the target is bounded by plain_timeout too; a stat that hangs is
+// treated like a corrupted mount (the mount table decides).
 //
 // All functions are stateless and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_

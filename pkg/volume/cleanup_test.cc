@@ -3,6 +3,7 @@
 #include <sys/mount.h>
 
 #include <cerrno>
+#include <map>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -51,13 +52,13 @@ TEST_P(IsCorruptedDirTest, Table) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Errnos, IsCorruptedDirTest,
-    testing::Values(CorruptCase{ENOTCONN, true}, CorruptCase{ESTALE, true}, CorruptCase{EIO, true},
-                    CorruptCase{EACCES, true}, CorruptCase{EHOSTDOWN, true},
-                    CorruptCase{EWOULDBLOCK, true}, CorruptCase{ENODEV, true},
-                    CorruptCase{ENOENT, false}, CorruptCase{EPERM, false},
-                    CorruptCase{ENOTDIR, false}, CorruptCase{EBUSY, false}));
+INSTANTIATE_TEST_SUITE_P(Errnos, IsCorruptedDirTest,
+                         testing::Values(CorruptCase{ENOTCONN, true}, CorruptCase{ESTALE, true},
+                                         CorruptCase{EIO, true}, CorruptCase{EACCES, true},
+                                         CorruptCase{EHOSTDOWN, true},
+                                         CorruptCase{EWOULDBLOCK, true}, CorruptCase{ENODEV, true},
+                                         CorruptCase{ENOENT, false}, CorruptCase{EPERM, false},
+                                         CorruptCase{ENOTDIR, false}, CorruptCase{EBUSY, false}));
 
 TEST(IsCorruptedDirTest, HealthyAndBroken) {
   FakeSyscalls sys;
@@ -91,7 +92,9 @@ TEST_P(EscalationTest, Table) {
   FakeSyscalls sys;
   ASSERT_TRUE(sys.AddDir("/m").ok());
   ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
-  if (c.busy) ASSERT_TRUE(sys.SetBusy("/m", true).ok());
+  if (c.busy) {
+    ASSERT_TRUE(sys.SetBusy("/m", true).ok());
+  }
   // FailNext holds one errno at a time: queue them by failing the first
   // attempt and re-arming from a helper thread is overkill, so the table
   // uses at most one distinct errno per case.
@@ -113,27 +116,18 @@ INSTANTIATE_TEST_SUITE_P(
                        false,
                        absl::StatusCode::kOk,
                        {0, MNT_FORCE, MNT_DETACH}},
-        EscalationCase{"RealBusyNeedsDetach",
-                       {},
-                       true,
-                       absl::StatusCode::kOk,
-                       {0, MNT_FORCE, MNT_DETACH}},
+        EscalationCase{
+            "RealBusyNeedsDetach", {}, true, absl::StatusCode::kOk, {0, MNT_FORCE, MNT_DETACH}},
         EscalationCase{"StaleEscalates", {ESTALE}, false, absl::StatusCode::kOk, {0, MNT_FORCE}},
-        EscalationCase{"NotConnectedEscalates",
-                       {ENOTCONN},
-                       false,
-                       absl::StatusCode::kOk,
-                       {0, MNT_FORCE}},
+        EscalationCase{
+            "NotConnectedEscalates", {ENOTCONN}, false, absl::StatusCode::kOk, {0, MNT_FORCE}},
         EscalationCase{"AllFail",
                        {EBUSY, EBUSY, EBUSY},
                        false,
                        absl::StatusCode::kFailedPrecondition,
                        {0, MNT_FORCE, MNT_DETACH}},
-        EscalationCase{"PermissionStopsAtOnce",
-                       {EPERM},
-                       false,
-                       absl::StatusCode::kPermissionDenied,
-                       {0}}),
+        EscalationCase{
+            "PermissionStopsAtOnce", {EPERM}, false, absl::StatusCode::kPermissionDenied, {0}}),
     [](const testing::TestParamInfo<EscalationCase>& info) { return info.param.name; });
 
 TEST(EscalationTest, ErrorNamesEveryStep) {
@@ -175,12 +169,69 @@ TEST(EscalationTest, HungPlainThenForceWorks) {
   sys.Release(Op::kUnmount);                  // and now finds nothing to unmount
 }
 
+// Answers umount2 with a fixed errno per flag value and passes everything
+// else (and flags without an entry) to the fake.
+class ScriptedUnmount : public Syscalls {
+ public:
+  ScriptedUnmount(FakeSyscalls* fake, std::map<int, int> errno_by_flags)
+      : fake_(fake), errno_by_flags_(std::move(errno_by_flags)) {}
+  absl::Status Mount(const std::string& source, const std::string& target,
+                     const std::string& fstype, unsigned long flags,
+                     const std::string& data) override {
+    return fake_->Mount(source, target, fstype, flags, data);
+  }
+  absl::Status Unmount(const std::string& target, int flags) override {
+    flags_.push_back(flags);
+    auto it = errno_by_flags_.find(flags);
+    if (it != errno_by_flags_.end()) return ErrnoError(it->second, "scripted umount");
+    return fake_->Unmount(target, flags);
+  }
+  absl::StatusOr<FsStats> Statfs(const std::string& path) override { return fake_->Statfs(path); }
+  absl::StatusOr<FileInfo> Stat(const std::string& path) override { return fake_->Stat(path); }
+  absl::Status Mkdir(const std::string& path, uint32_t mode) override {
+    return fake_->Mkdir(path, mode);
+  }
+  absl::Status Rmdir(const std::string& path) override { return fake_->Rmdir(path); }
+  absl::StatusOr<std::string> ReadMountInfo() override { return fake_->ReadMountInfo(); }
+  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
+                                             const std::string& relative) override {
+    return fake_->ResolveBeneath(root, relative);
+  }
+  std::vector<int> flags_;  // only read after the calls returned
+
+ private:
+  FakeSyscalls* fake_;
+  std::map<int, int> errno_by_flags_;
+};
+
+// Regression: in a user namespace MNT_FORCE answers EPERM; once escalating,
+// that must not stop the detach.
+TEST(EscalationTest, ForceRefusedStillDetaches) {
+  FakeSyscalls fake;
+  ASSERT_TRUE(fake.AddDir("/m").ok());
+  ASSERT_TRUE(fake.Mount("t", "/m", "tmpfs", 0, "").ok());
+  ScriptedUnmount sys(&fake, {{0, EBUSY}, {MNT_FORCE, EPERM}});
+  EXPECT_TRUE(UnmountWithEscalation(sys, "/m", Short()).ok());
+  EXPECT_EQ(sys.flags_, (std::vector<int>{0, MNT_FORCE, MNT_DETACH}));
+  EXPECT_EQ(fake.MountCount(), 0);
+}
+
+TEST(EscalationTest, EveryStepFailingDifferently) {
+  FakeSyscalls fake;
+  ASSERT_TRUE(fake.AddDir("/m").ok());
+  ASSERT_TRUE(fake.Mount("t", "/m", "tmpfs", 0, "").ok());
+  ScriptedUnmount sys(&fake, {{0, EBUSY}, {MNT_FORCE, EPERM}, {MNT_DETACH, EIO}});
+  absl::Status s = UnmountWithEscalation(sys, "/m", Short());
+  EXPECT_EQ(ErrnoOf(s), EIO);  // the last step's errno and code
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fake.MountCount(), 1);
+}
+
 TEST(EscalationTest, InfiniteTimeoutRunsInline) {
   FakeSyscalls sys;
   ASSERT_TRUE(sys.AddDir("/m").ok());
   ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
-  UnmountOptions opts{absl::InfiniteDuration(), absl::InfiniteDuration(),
-                      absl::InfiniteDuration()};
+  UnmountOptions opts{absl::InfiniteDuration(), absl::InfiniteDuration(), absl::InfiniteDuration()};
   EXPECT_TRUE(UnmountWithEscalation(sys, "/m", opts).ok());
   EXPECT_EQ(sys.MountCount(), 0);
 }

@@ -110,8 +110,8 @@ class Walker {
         continue;
       }
       if (depth + 1 > opts_.max_depth) {
-        return absl::ResourceExhaustedError(absl::StrCat("walk of ", root_, " is deeper than ",
-                                                         opts_.max_depth, " levels"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("walk of ", root_, " is deeper than ", opts_.max_depth, " levels"));
       }
       int child = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child < 0) {

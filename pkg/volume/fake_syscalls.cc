@@ -57,9 +57,8 @@ struct FakeSyscalls::Step {
 
 namespace {
 
-constexpr unsigned long kPerMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC |
-                                         MS_NOATIME | MS_NODIRATIME | MS_RELATIME |
-                                         MS_STRICTATIME;
+constexpr unsigned long kPerMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME |
+                                         MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME;
 constexpr unsigned long kPropagationFlags = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
 constexpr int kMaxSymlinks = 40;
 
@@ -67,8 +66,12 @@ std::string JoinPath(const std::string& dir, absl::string_view name) {
   return dir == "/" ? absl::StrCat("/", name) : absl::StrCat(dir, "/", name);
 }
 
+// Not cleaned lexically: "." and ".." are walked like the kernel does, after
+// symlinks. Trailing slashes go.
 std::string Absolute(const std::string& path) {
-  return CleanPath(path.empty() || path[0] != '/' ? absl::StrCat("/", path) : path);
+  std::string abs = path.empty() || path[0] != '/' ? absl::StrCat("/", path) : path;
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  return abs;
 }
 
 // Octal escapes for the characters the kernel escapes in mountinfo fields.
@@ -549,12 +552,11 @@ absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
     if (m->flags & MS_NODIRATIME) opts.push_back("nodiratime");
     if (!(m->flags & (MS_NOATIME | MS_STRICTATIME))) opts.push_back("relatime");
     std::string super = m->fs->data.empty() ? "rw" : absl::StrCat("rw,", m->fs->data);
-    absl::StrAppend(&out, m->id, " ", m->parent_id, " ", major(m->fs->dev), ":",
-                    minor(m->fs->dev), " ", Escape(m->root), " ", Escape(m->mount_point), " ",
-                    absl::StrJoin(opts, ","), m->parent_id == 0 ? " shared:1" : "", " - ",
-                    Escape(m->fs->fstype), " ",
-                    m->fs->source.empty() ? "none" : Escape(m->fs->source), " ", Escape(super),
-                    "\n");
+    absl::StrAppend(
+        &out, m->id, " ", m->parent_id, " ", major(m->fs->dev), ":", minor(m->fs->dev), " ",
+        Escape(m->root), " ", Escape(m->mount_point), " ", absl::StrJoin(opts, ","),
+        m->parent_id == 0 ? " shared:1" : "", " - ", Escape(m->fs->fstype), " ",
+        m->fs->source.empty() ? "none" : Escape(m->fs->source), " ", Escape(super), "\n");
   }
   return out;
 }
@@ -720,12 +722,11 @@ bool FakeSyscalls::AwaitHung(Op op, int n, absl::Duration timeout) const {
     int i;
     int n;
   } args{this, OpIndex(op), n};
-  return mu_.AwaitWithTimeout(absl::Condition(
-                                  +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                    return a->self->waiting_[a->i] >= a->n;
-                                  },
-                                  &args),
-                              timeout);
+  return mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->self->waiting_[a->i] >= a->n; },
+          &args),
+      timeout);
 }
 
 std::vector<FakeSyscalls::MountCall> FakeSyscalls::MountCalls() const {

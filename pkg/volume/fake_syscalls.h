@@ -131,8 +131,7 @@ class FakeSyscalls : public Syscalls {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   const Node* NodeAt(const Step& step) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   FileInfo InfoAt(const Step& step, const Node& node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  int TopMountIndex(const std::string& target, size_t* index) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int TopMountIndex(const std::string& target, size_t* index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int AddNode(const std::string& path, const Node& node, bool ok_if_dir)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveTree(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

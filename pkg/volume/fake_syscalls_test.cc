@@ -186,8 +186,7 @@ TEST(FakeSyscallsTest, ResolveBeneath) {
   EXPECT_EQ(*sys.ResolveBeneath("/root", ""), "/root");
   EXPECT_EQ(*sys.ResolveBeneath("/root", "a/b/.."), "/root/a");
   for (const char* bad : {"..", "a/out", "abs", "/root"}) {
-    EXPECT_EQ(sys.ResolveBeneath("/root", bad).status().code(),
-              absl::StatusCode::kInvalidArgument)
+    EXPECT_EQ(sys.ResolveBeneath("/root", bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
   }
   EXPECT_EQ(sys.ResolveBeneath("/root", "nope").status().code(), absl::StatusCode::kNotFound);
@@ -214,7 +213,7 @@ TEST(FakeSyscallsTest, HangBlocksUntilRelease) {
   std::thread t([&] { result = sys.Unmount("/m", 0); });
   ASSERT_TRUE(sys.AwaitHung(Op::kUnmount, 1, absl::Seconds(30)));
   EXPECT_EQ(sys.HungCount(Op::kUnmount), 1);
-  EXPECT_EQ(sys.MountCount(), 1);  // still mounted while the call hangs
+  EXPECT_EQ(sys.MountCount(), 1);    // still mounted while the call hangs
   EXPECT_TRUE(sys.Stat("/m").ok());  // other ops go on
   sys.Release(Op::kUnmount);
   t.join();

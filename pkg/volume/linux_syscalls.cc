@@ -54,7 +54,8 @@ class LinuxSyscalls : public Syscalls {
 
   absl::Status Unmount(const std::string& target, int flags) override {
     if (umount2(target.c_str(), flags) != 0) {
-      return ErrnoError(errno, absl::StrCat("umount ", target, " (flags 0x", absl::Hex(flags), ")"));
+      return ErrnoError(errno,
+                        absl::StrCat("umount ", target, " (flags 0x", absl::Hex(flags), ")"));
     }
     return absl::OkStatus();
   }

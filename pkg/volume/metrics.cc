@@ -32,8 +32,7 @@ int64_t Clamp(uint64_t v) { return v > INT64_MAX ? INT64_MAX : static_cast<int64
 
 // statfs figures of `path` into `m` (all but used_bytes and inodes_used when
 // `usage` is false).
-absl::Status FillFromStatfs(Syscalls* sys, const std::string& path, bool usage,
-                            VolumeMetrics& m) {
+absl::Status FillFromStatfs(Syscalls* sys, const std::string& path, bool usage, VolumeMetrics& m) {
   absl::StatusOr<FsStats> st = sys->Statfs(path);
   if (!st.ok()) return MetricsError(MetricsErrorKind::kFsInfoFailed, st.status());
   m.capacity_bytes = Clamp(st->blocks * st->block_size);
@@ -87,8 +86,7 @@ class DuMetrics : public MetricsProvider {
     walk.max_entries = opts_.max_entries;
     walk.max_depth = opts_.max_depth;
     absl::Status s = WalkTree(path_, walk, [&](const WalkEntry& e) {
-      if (!S_ISDIR(e.st.mode) && e.st.nlink > 1 &&
-          !linked.insert({e.st.dev, e.st.ino}).second) {
+      if (!S_ISDIR(e.st.mode) && e.st.nlink > 1 && !linked.insert({e.st.dev, e.st.ino}).second) {
         return absl::OkStatus();
       }
       blocks += e.st.blocks;

@@ -74,8 +74,7 @@ struct DuOptions {
 // (hard links counted once), inodes_used = the number of those inodes;
 // capacity, available, inodes and inodes free from statfs of `path`. Walks
 // the real file system.
-std::unique_ptr<MetricsProvider> NewDuMetrics(Syscalls* sys, std::string path,
-                                              DuOptions opts = {});
+std::unique_ptr<MetricsProvider> NewDuMetrics(Syscalls* sys, std::string path, DuOptions opts = {});
 
 // Answers from `inner`, remembering a success for `ttl` (errors are not
 // remembered). `now` is the clock (tests pass a fake one).

@@ -27,9 +27,8 @@ std::string UnescapeMountInfoField(absl::string_view field) {
   std::string out;
   out.reserve(field.size());
   for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size() &&
-        IsOctal(field[i + 1]) && IsOctal(field[i + 2]) && IsOctal(field[i + 3]) &&
-        field[i + 1] <= '3') {
+    if (field[i] == '\\' && i + 3 < field.size() && IsOctal(field[i + 1]) &&
+        IsOctal(field[i + 2]) && IsOctal(field[i + 3]) && field[i + 1] <= '3') {
       out.push_back(static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
                                       (field[i + 3] - '0')));
       i += 3;
@@ -115,7 +114,11 @@ absl::StatusOr<bool> MountChecker::IsMountPoint(const std::string& path, const F
   if (info.has_mount_root) return info.mount_root;
   std::string clean = CleanPath(path);
   if (clean == "/") return true;
-  absl::StatusOr<FileInfo> parent = sys_->Stat(ParentPath(clean));
+  // "<parent>/." so that a symlink in the parent's place is followed, as it
+  // was for `path` itself.
+  std::string parent_path = ParentPath(clean);
+  absl::StatusOr<FileInfo> parent =
+      sys_->Stat(parent_path == "/" ? parent_path : parent_path + "/.");
   if (!parent.ok()) return parent.status();
   if (info.has_mount_id && parent->has_mount_id) return info.mount_id != parent->mount_id;
   if (info.dev != parent->dev) return true;

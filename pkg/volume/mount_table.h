@@ -14,6 +14,10 @@
 // (same device, no mount id: a bind mount from the same file system) does it
 // read the table. FindMountAt and List always read the table.
 //
+// Paths are compared lexically with the table, so FindMountAt (and the
+// last-resort fallback of IsMountPoint) need the canonical path, without
+// symlinks; the statx paths do not.
+//
 // MountChecker does not own the Syscalls, which must outlive it; it keeps no
 // state and is thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_MOUNT_TABLE_H_

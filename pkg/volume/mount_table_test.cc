@@ -67,12 +67,11 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"Tab", "1 0 0:1 / /a\\011b rw - tmpfs t rw", "/a\tb", "t", 0, "rw"},
         LineCase{"Newline", "1 0 0:1 / /a\\012b rw - tmpfs t rw", "/a\nb", "t", 0, "rw"},
         LineCase{"Backslash", "1 0 0:1 / /a\\134b rw - tmpfs t rw", "/a\\b", "t", 0, "rw"},
-        LineCase{"EscapedSource", "1 0 0:1 / /a rw - fuse my\\040src rw", "/a", "my src", 0,
-                 "rw"},
+        LineCase{"EscapedSource", "1 0 0:1 / /a rw - fuse my\\040src rw", "/a", "my src", 0, "rw"},
         LineCase{"NotAnEscape", "1 0 0:1 / /a\\9x\\ rw - tmpfs t rw", "/a\\9x\\", "t", 0, "rw"},
         LineCase{"EmptySource", "1 0 0:1 / /a rw - tmpfs  rw", "/a", "", 0, "rw"},
-        LineCase{"LustreSource", "1 0 0:1 / /a rw - lustre 10.0.0.1@tcp:/lustrefs rw,flock",
-                 "/a", "10.0.0.1@tcp:/lustrefs", 0, "rw,flock"},
+        LineCase{"LustreSource", "1 0 0:1 / /a rw - lustre 10.0.0.1@tcp:/lustrefs rw,flock", "/a",
+                 "10.0.0.1@tcp:/lustrefs", 0, "rw,flock"},
         LineCase{"RawSpaceInSuperOptions", "1 0 0:1 / /a rw - tmpfs t rw,x=a b", "/a", "t", 0,
                  "rw,x=a b"},
         LineCase{"NoTrailingNewline", "1 0 0:1 / /a rw - tmpfs t rw", "/a", "t", 0, "rw"}),
@@ -178,10 +177,18 @@ class MountCheckerTableTest : public MountCheckerTest,
 
 TEST_P(MountCheckerTableTest, Answers) {
   sys_.SetStatxSupport(GetParam().mount_id, GetParam().mount_root);
-  const CheckCase cases[] = {{"/", true},         {"/plain", false},  {"/tmpfs", true},
-                             {"/tmpfs/", true},   {"/bind", true},    {"/src/sub", false},
-                             {"/file", true},     {"/src/f", false},  {"/link", false},
-                             {"/tmpfs/inside", false}, {"/plain/../tmpfs", true}};
+  const CheckCase cases[] = {{"/", true},
+                             {"/plain", false},
+                             {"/tmpfs", true},
+                             {"/tmpfs/", true},
+                             {"/bind", true},
+                             {"/src/sub", false},
+                             {"/file", true},
+                             {"/src/f", false},
+                             {"/link", false},
+                             {"/tmpfs/inside", false},
+                             {"/plain/../tmpfs", true},
+                             {"/link/inside", false}};
   for (const CheckCase& c : cases) {
     absl::StatusOr<bool> got = checker_.IsMountPoint(c.path);
     ASSERT_TRUE(got.ok()) << c.path << ": " << got.status();

@@ -36,9 +36,9 @@ struct FlagOption {
   unsigned long flag;
 };
 constexpr FlagOption kRemountFlags[] = {
-    {"ro", MS_RDONLY},          {"nosuid", MS_NOSUID},       {"nodev", MS_NODEV},
-    {"noexec", MS_NOEXEC},      {"noatime", MS_NOATIME},     {"nodiratime", MS_NODIRATIME},
-    {"relatime", MS_RELATIME},  {"strictatime", MS_STRICTATIME},
+    {"ro", MS_RDONLY},         {"nosuid", MS_NOSUID},           {"nodev", MS_NODEV},
+    {"noexec", MS_NOEXEC},     {"noatime", MS_NOATIME},         {"nodiratime", MS_NODIRATIME},
+    {"relatime", MS_RELATIME}, {"strictatime", MS_STRICTATIME},
 };
 constexpr const char* kNoOpOptions[] = {"rw", "bind", "defaults", "suid", "dev", "exec", "atime"};
 
@@ -47,8 +47,7 @@ class BindMounter : public Mounter {
   explicit BindMounter(Syscalls* sys) : sys_(sys) {}
 
   absl::Status Mount(const std::string& source, const std::string& target,
-                     const std::string& fstype,
-                     const std::vector<std::string>& options) override {
+                     const std::string& fstype, const std::vector<std::string>& options) override {
     unsigned long bind = MS_BIND;
     unsigned long remount = 0;
     for (const std::string& opt : options) {
@@ -65,9 +64,8 @@ class BindMounter : public Mounter {
         known = true;
       }
       if (!known) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("bind mount of ", source, " on ", target, ": unsupported option \"",
-                         opt, "\""));
+        return absl::InvalidArgumentError(absl::StrCat("bind mount of ", source, " on ", target,
+                                                       ": unsupported option \"", opt, "\""));
       }
     }
     if (absl::Status s = sys_->Mount(source, target, "", bind, ""); !s.ok()) return s;
@@ -78,8 +76,8 @@ class BindMounter : public Mounter {
     absl::Status undo = sys_->Unmount(target, 0);
     if (!undo.ok()) undo = sys_->Unmount(target, MNT_DETACH);
     if (!undo.ok()) {
-      return Annotate(s, absl::StrCat("remount ", target, " (and undoing the bind failed: ",
-                                      undo.message(), ")"));
+      return Annotate(s, absl::StrCat("remount ", target,
+                                      " (and undoing the bind failed: ", undo.message(), ")"));
     }
     return Annotate(s, absl::StrCat("remount ", target, " (bind undone)"));
   }
@@ -96,8 +94,7 @@ class ExecMounter : public Mounter {
       : mount_binary_(std::move(mount_binary)), timeout_(timeout), sys_(sys) {}
 
   absl::Status Mount(const std::string& source, const std::string& target,
-                     const std::string& fstype,
-                     const std::vector<std::string>& options) override {
+                     const std::string& fstype, const std::vector<std::string>& options) override {
     if (absl::Status s = CheckArg("source", source); !s.ok()) return s;
     if (absl::Status s = CheckArg("target", target); !s.ok()) return s;
     if (fstype.find('\0') != std::string::npos || absl::StartsWith(fstype, "-")) {
@@ -179,8 +176,8 @@ absl::Status RunCommand(const std::vector<std::string>& argv, absl::Duration tim
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -207,8 +204,7 @@ absl::Status RunCommand(const std::vector<std::string>& argv, absl::Duration tim
       break;
     }
     struct pollfd fds[2] = {{pipe_open ? read_fd : -1, POLLIN, 0}, {pid_fd, POLLIN, 0}};
-    int wait_ms =
-        static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 60000));
+    int wait_ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left), 60000)) + 1;
     int ready = poll(fds, 2, wait_ms);
     if (ready < 0 && errno != EINTR) {
       err = errno;
@@ -247,7 +243,9 @@ absl::Status RunCommand(const std::vector<std::string>& argv, absl::Duration tim
       absl::StrCat(cmdline, ": ", how, ": ", absl::StripAsciiWhitespace(output)));
 }
 
-std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys) { return std::make_unique<BindMounter>(sys); }
+std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys) {
+  return std::make_unique<BindMounter>(sys);
+}
 
 std::unique_ptr<Mounter> NewExecMounter(std::string mount_binary, absl::Duration timeout,
                                         Syscalls* sys) {

@@ -32,10 +32,12 @@ absl::Status Apply(const std::string& dir, const WalkEntry& e, uint32_t gid, boo
   bool is_link = S_ISLNK(e.st.mode);
   bool regroup = e.st.gid != gid;
   if (regroup) {
-    int rc = e.fd >= 0 ? fchown(e.fd, static_cast<uid_t>(-1), gid)
-                       : fchownat(e.parent_fd, e.name, static_cast<uid_t>(-1), gid,
-                                  AT_SYMLINK_NOFOLLOW);
-    if (rc != 0 && errno != ENOENT) return ErrnoError(errno, absl::StrCat("chown ", NameOf(dir, e)));
+    int rc = e.fd >= 0
+                 ? fchown(e.fd, static_cast<uid_t>(-1), gid)
+                 : fchownat(e.parent_fd, e.name, static_cast<uid_t>(-1), gid, AT_SYMLINK_NOFOLLOW);
+    if (rc != 0 && errno != ENOENT) {
+      return ErrnoError(errno, absl::StrCat("chown ", NameOf(dir, e)));
+    }
   }
   if (is_link) return absl::OkStatus();
   if (regroup && !S_ISDIR(e.st.mode)) {
@@ -46,7 +48,8 @@ absl::Status Apply(const std::string& dir, const WalkEntry& e, uint32_t gid, boo
   }
   uint32_t want = perms | MaskFor(e.st.mode, read_only);
   if (want == (e.st.mode & 07777)) return absl::OkStatus();
-  int rc = e.fd >= 0 ? fchmod(e.fd, want) : fchmodat(e.parent_fd, e.name, want, AT_SYMLINK_NOFOLLOW);
+  int rc =
+      e.fd >= 0 ? fchmod(e.fd, want) : fchmodat(e.parent_fd, e.name, want, AT_SYMLINK_NOFOLLOW);
   if (rc != 0) {
     // ENOENT: removed meanwhile; EOPNOTSUPP: replaced by a symlink meanwhile.
     if (errno == ENOENT || errno == EOPNOTSUPP) return absl::OkStatus();
@@ -71,8 +74,7 @@ absl::Status SetVolumeOwnership(const std::string& dir, uint32_t gid, bool read_
   }
   WalkOptions opts;
   opts.max_depth = kMaxOwnershipDepth;
-  return WalkTree(dir, opts,
-                  [&](const WalkEntry& e) { return Apply(dir, e, gid, read_only); });
+  return WalkTree(dir, opts, [&](const WalkEntry& e) { return Apply(dir, e, gid, read_only); });
 }
 
 }  // namespace lustre_csi::volume

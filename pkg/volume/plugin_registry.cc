@@ -37,15 +37,14 @@ absl::StatusOr<VolumePlugin*> PluginRegistry::FindBySpec(const VolumeSpec& spec)
   for (VolumePlugin* plugin : all) {
     if (plugin->CanSupport(spec)) matches.push_back(plugin);
   }
-  std::string what = absl::StrCat("volume \"", spec.name, "\" (driver \"", spec.driver,
-                                  "\", id \"", spec.volume_id, "\")");
+  std::string what = absl::StrCat("volume \"", spec.name, "\" (driver \"", spec.driver, "\", id \"",
+                                  spec.volume_id, "\")");
   if (matches.empty()) return absl::NotFoundError(absl::StrCat("no volume plugin supports ", what));
   if (matches.size() > 1) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("more than one volume plugin supports ", what, ": ",
-                      absl::StrJoin(matches, ", ", [](std::string* out, VolumePlugin* p) {
-                        absl::StrAppend(out, p->Name());
-                      })));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "more than one volume plugin supports ", what, ": ",
+        absl::StrJoin(matches, ", ",
+                      [](std::string* out, VolumePlugin* p) { absl::StrAppend(out, p->Name()); })));
   }
   return matches[0];
 }

@@ -177,8 +177,7 @@ absl::StatusOr<std::string> JoinBeneath(absl::string_view root, absl::string_vie
     return absl::InvalidArgumentError("relative path contains a NUL byte");
   }
   if (!relative.empty() && relative[0] == '/') {
-    return absl::InvalidArgumentError(
-        absl::StrCat("relative path \"", relative, "\" is absolute"));
+    return absl::InvalidArgumentError(absl::StrCat("relative path \"", relative, "\" is absolute"));
   }
   std::vector<absl::string_view> parts;
   for (absl::string_view part : absl::StrSplit(relative, '/', absl::SkipEmpty())) {
@@ -207,8 +206,7 @@ absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string
     return absl::InvalidArgumentError("relative path contains a NUL byte");
   }
   if (!relative.empty() && relative[0] == '/') {
-    return absl::InvalidArgumentError(
-        absl::StrCat("relative path \"", relative, "\" is absolute"));
+    return absl::InvalidArgumentError(absl::StrCat("relative path \"", relative, "\" is absolute"));
   }
   int root_fd = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));

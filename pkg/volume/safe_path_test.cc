@@ -77,9 +77,8 @@ INSTANTIATE_TEST_SUITE_P(Table, EscapePathSegmentTest,
                                          EscapeCase{".", "%2E"}, EscapeCase{"..", "%2E%2E"},
                                          EscapeCase{"...", "..."}, EscapeCase{"a/b", "a%2Fb"},
                                          EscapeCase{"50%", "50%25"}, EscapeCase{"a b", "a%20b"},
-                                         EscapeCase{"a\0b"s, "a%00b"},
-                                         EscapeCase{"x\ny", "x%0Ay"}, EscapeCase{"~", "%7E"},
-                                         EscapeCase{"a\\b", "a%5Cb"},
+                                         EscapeCase{"a\0b"s, "a%00b"}, EscapeCase{"x\ny", "x%0Ay"},
+                                         EscapeCase{"~", "%7E"}, EscapeCase{"a\\b", "a%5Cb"},
                                          EscapeCase{"\xff", "%FF"},
                                          EscapeCase{"v#fs#1.2.3.4#s#t#rg", "v#fs#1.2.3.4#s#t#rg"}));
 
@@ -120,8 +119,7 @@ TEST(EscapePathSegmentTest, LongInputsAreHashedAndStillValid) {
 
 TEST(UnescapePathSegmentTest, RejectsWhatEscapeNeverProduces) {
   for (const char* bad : {"", "a/b", "%2", "%zz", "%2e", "%41", "a b", "%2Ea", "x~y"}) {
-    EXPECT_EQ(UnescapePathSegment(bad).status().code(), absl::StatusCode::kInvalidArgument)
-        << bad;
+    EXPECT_EQ(UnescapePathSegment(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }
 
@@ -137,10 +135,18 @@ TEST(Sha256Test, KnownVectors) {
 // --- CleanPath, ParentPath, IsPathBeneath ------------------------------------
 
 TEST(CleanPathTest, Table) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"", "."},          {"/", "/"},           {"//a//b/", "/a/b"}, {"/a/./b/.", "/a/b"},
-      {"/a/../b", "/b"},  {"/../a", "/a"},      {"a/..", "."},       {"../a", "../a"},
-      {"a/../../b", "../b"}, {"/a/b/../../..", "/"}, {".", "."},      {"a//b", "a/b"}};
+  const std::pair<const char*, const char*> cases[] = {{"", "."},
+                                                       {"/", "/"},
+                                                       {"//a//b/", "/a/b"},
+                                                       {"/a/./b/.", "/a/b"},
+                                                       {"/a/../b", "/b"},
+                                                       {"/../a", "/a"},
+                                                       {"a/..", "."},
+                                                       {"../a", "../a"},
+                                                       {"a/../../b", "../b"},
+                                                       {"/a/b/../../..", "/"},
+                                                       {".", "."},
+                                                       {"a//b", "a/b"}};
   for (const auto& [in, out] : cases) EXPECT_EQ(CleanPath(in), out) << in;
 }
 
@@ -185,11 +191,11 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(JoinCase{"/mnt/fs", "sub/dir", "/mnt/fs/sub/dir"},
                     JoinCase{"/mnt/fs/", "", "/mnt/fs"}, JoinCase{"/mnt/fs", ".", "/mnt/fs"},
                     JoinCase{"/mnt/fs", "a/../b", "/mnt/fs/b"},
-                    JoinCase{"/mnt/fs", "a//b/./", "/mnt/fs/a/b"},
-                    JoinCase{"/", "a", "/a"}, JoinCase{"/mnt/fs", "..", ""},
-                    JoinCase{"/mnt/fs", "a/../..", ""}, JoinCase{"/mnt/fs", "../fs/x", ""},
-                    JoinCase{"/mnt/fs", "/etc", ""}, JoinCase{"/mnt/fs", "a\0b"s, ""},
-                    JoinCase{"", "a", ""}, JoinCase{"/mnt\0x"s, "a", ""}));
+                    JoinCase{"/mnt/fs", "a//b/./", "/mnt/fs/a/b"}, JoinCase{"/", "a", "/a"},
+                    JoinCase{"/mnt/fs", "..", ""}, JoinCase{"/mnt/fs", "a/../..", ""},
+                    JoinCase{"/mnt/fs", "../fs/x", ""}, JoinCase{"/mnt/fs", "/etc", ""},
+                    JoinCase{"/mnt/fs", "a\0b"s, ""}, JoinCase{"", "a", ""},
+                    JoinCase{"/mnt\0x"s, "a", ""}));
 
 // --- ResolveBeneath (real file system) ---------------------------------------
 
@@ -207,9 +213,9 @@ class ResolveBeneathTest : public testing::Test {
     Mkdir(root_ + "/a");
     Mkdir(root_ + "/a/b");
     Mkdir(base_ + "/outside");
-    Symlink("b", root_ + "/a/rel");              // stays inside
-    Symlink("../a/b", root_ + "/a/up");          // .. but inside
-    Symlink("../../outside", root_ + "/a/out");  // leaves the root
+    Symlink("b", root_ + "/a/rel");               // stays inside
+    Symlink("../a/b", root_ + "/a/up");           // .. but inside
+    Symlink("../../outside", root_ + "/a/out");   // leaves the root
     Symlink(base_ + "/outside", root_ + "/abs");  // absolute
     Symlink("loop2", root_ + "/loop1");
     Symlink("loop1", root_ + "/loop2");
@@ -226,8 +232,8 @@ class ResolveBeneathTest : public testing::Test {
 
 TEST_F(ResolveBeneathTest, InsideTheRoot) {
   const std::pair<const char*, const char*> cases[] = {
-      {"", ""},  {".", ""}, {"a", "/a"}, {"a/b", "/a/b"}, {"a/rel", "/a/b"},
-      {"a/up", "/a/b"}, {"a/b/../b", "/a/b"}};
+      {"", ""},          {".", ""},        {"a", "/a"},         {"a/b", "/a/b"},
+      {"a/rel", "/a/b"}, {"a/up", "/a/b"}, {"a/b/../b", "/a/b"}};
   for (const auto& [rel, want] : cases) {
     absl::StatusOr<std::string> got = ResolveBeneath(root_, rel);
     ASSERT_TRUE(got.ok()) << rel << ": " << got.status();

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-
 #include <vector>
 
 #include "absl/strings/str_cat.h"
