@@ -1,6 +1,5 @@
 #include "pkg/volume/cleanup.h"
 
-#include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "pkg/volume/bounded_runner.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/safe_path.h"
@@ -47,37 +47,21 @@ struct BoundedCall {
   R result ABSL_GUARDED_BY(mu);
 };
 
-template <typename R>
-void* RunBoundedCall(void* arg) {
-  std::unique_ptr<std::shared_ptr<BoundedCall<R>>> holder(
-      static_cast<std::shared_ptr<BoundedCall<R>>*>(arg));
-  std::shared_ptr<BoundedCall<R>> call = std::move(*holder);
-  R result = call->fn();
-  absl::MutexLock lock(&call->mu);
-  call->result = std::move(result);
-  call->done = true;
-  return nullptr;
-}
-
-// Runs `fn` on a detached thread and waits at most `timeout` for it; R is
-// absl::Status or an absl::StatusOr.
+// Runs `fn` on a worker of the bounded runner and waits at most `timeout`
+// for it; R is absl::Status or an absl::StatusOr. A call that does not
+// return in time goes on in the background and its result is dropped.
 template <typename R>
 R RunBounded(std::function<R()> fn, absl::Duration timeout, absl::string_view what) {
   if (timeout == absl::InfiniteDuration()) return fn();
   auto call = std::make_shared<BoundedCall<R>>();
   call->fn = std::move(fn);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  auto* holder = new std::shared_ptr<BoundedCall<R>>(call);
-  pthread_t thread;
-  int err = pthread_create(&thread, &attr, &RunBoundedCall<R>, holder);
-  pthread_attr_destroy(&attr);
-  if (err != 0) {
-    delete holder;
-    return ErrnoError(err, absl::StrCat("start a thread for ", what));
-  }
+  absl::Status started = BoundedRunner::Default().Run([call] {
+    R result = call->fn();
+    absl::MutexLock lock(&call->mu);
+    call->result = std::move(result);
+    call->done = true;
+  });
+  if (!started.ok()) return Annotate(started, what);
   absl::MutexLock lock(&call->mu);
   if (!call->mu.AwaitWithTimeout(absl::Condition(&call->done), timeout)) {
     return absl::DeadlineExceededError(
