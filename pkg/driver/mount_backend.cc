@@ -136,9 +136,10 @@ class LocalBackend : public MountBackend {
   }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
+    // Nothing to create for the root; Mount() reports a missing file system.
+    if (source.sub_dir.empty()) return absl::OkStatus();
     absl::StatusOr<std::string> fs_root = FsRoot(source);
     if (!fs_root.ok()) return fs_root.status();
-    if (source.sub_dir.empty()) return absl::OkStatus();
     absl::StatusOr<std::string> dir = volume::JoinBeneath(*fs_root, source.sub_dir);
     if (!dir.ok()) return dir.status();
     if (absl::Status s = volume::MkdirAll(*sys_, *dir, 0775); !s.ok()) return s;
