@@ -1,0 +1,55 @@
+// Directories created for a volume and released with it: a provisioned
+// sub-dir of a shared file system. A marker file inside the directory
+// records the volume that owns it and what to do on release, so a later
+// release (after any restart) deletes only what was created for that volume,
+// and never a directory without the marker.
+//
+// Works on the real file system beneath `root`, resolving with openat2
+// (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV). Stateless and
+// thread-safe.
+#ifndef LUSTRE_CSI_PKG_VOLUME_OWNED_DIR_H_
+#define LUSTRE_CSI_PKG_VOLUME_OWNED_DIR_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace lustre_csi::volume {
+
+inline constexpr char kOwnerMarkerName[] = ".lustre-csi-volume";
+
+struct DirOwner {
+  std::string volume;
+  bool delete_on_release = false;
+};
+
+struct OwnedDirOptions {
+  uint32_t mode = 0775;  // applied exactly (no umask), setgid and sticky bits included
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+};
+
+// Creates `relative` (and missing parents, 0755) beneath `root` with the
+// marker. Already created for the same volume: OK. Exists otherwise (no
+// marker, or another volume's): ALREADY_EXISTS, nothing changed.
+absl::Status CreateOwnedDir(const std::string& root, const std::string& relative,
+                            const OwnedDirOptions& options, const DirOwner& owner);
+
+// The owner recorded in `relative`, nullopt when there is no marker;
+// NOT_FOUND when the directory does not exist.
+absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(const std::string& root,
+                                                     const std::string& relative);
+
+// Releases `relative` for `volume`: removes the whole directory when its
+// marker names `volume` and says delete; keeps it otherwise (retain, no
+// marker, another owner). A missing directory is OK. Returns whether it was
+// removed.
+absl::StatusOr<bool> ReleaseOwnedDir(const std::string& root, const std::string& relative,
+                                     const std::string& volume);
+
+}  // namespace lustre_csi::volume
+
+#endif  // LUSTRE_CSI_PKG_VOLUME_OWNED_DIR_H_

@@ -1,0 +1,102 @@
+// Runs in a private mount namespace (mount_namespace_main), so the
+// mount-crossing case can make a real mount.
+#include "pkg/volume/remove_tree.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gtest/gtest.h"
+#include "pkg/volume/test_dir.h"
+
+namespace lustre_csi::volume {
+namespace {
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+TEST(RemoveTreeTest, RemovesNestedTreeAndOnlyIt) {
+  TestDir dir;
+  MakeDir(dir.Sub("fs"));
+  MakeDir(dir.Sub("fs/team"));
+  MakeDir(dir.Sub("fs/team/vol"));
+  MakeDir(dir.Sub("fs/team/vol/a"));
+  MakeDir(dir.Sub("fs/team/vol/a/b"));
+  WriteFile(dir.Sub("fs/team/vol/a/b/file"), "x");
+  WriteFile(dir.Sub("fs/team/vol/top"), "y");
+  WriteFile(dir.Sub("fs/team/sibling"), "keep");
+  ASSERT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "team/vol").ok());
+  EXPECT_FALSE(Exists(dir.Sub("fs/team/vol")));
+  EXPECT_TRUE(Exists(dir.Sub("fs/team/sibling")));
+}
+
+TEST(RemoveTreeTest, SymlinksInsideAreRemovedNotFollowed) {
+  TestDir dir;
+  MakeDir(dir.Sub("outside"));
+  WriteFile(dir.Sub("outside/precious"), "keep");
+  MakeDir(dir.Sub("fs"));
+  MakeDir(dir.Sub("fs/vol"));
+  MakeSymlink(dir.Sub("outside"), dir.Sub("fs/vol/link"));
+  MakeSymlink("../../outside", dir.Sub("fs/vol/rel"));
+  ASSERT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
+  EXPECT_FALSE(Exists(dir.Sub("fs/vol")));
+  EXPECT_TRUE(Exists(dir.Sub("outside/precious")));
+}
+
+TEST(RemoveTreeTest, RefusesEscapesAndSymlinkedTargets) {
+  TestDir dir;
+  MakeDir(dir.Sub("fs"));
+  MakeDir(dir.Sub("outside"));
+  WriteFile(dir.Sub("outside/precious"), "keep");
+  MakeSymlink(dir.Sub("outside"), dir.Sub("fs/evil"));
+  MakeSymlink(dir.Sub("outside"), dir.Sub("fs/parent"));
+  for (const char* rel : {"evil", "parent/x", "../outside", "..", "", ".", "/etc"}) {
+    absl::Status s = RemoveTreeBeneath(dir.Sub("fs"), rel);
+    EXPECT_FALSE(s.ok()) << rel;
+  }
+  EXPECT_TRUE(Exists(dir.Sub("outside/precious")));
+  EXPECT_EQ(RemoveTreeBeneath(dir.Sub("fs"), "missing").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(RemoveTreeTest, NeverEntersAnotherMount) {
+  TestDir dir;
+  MakeDir(dir.Sub("fs"));
+  MakeDir(dir.Sub("fs/vol"));
+  MakeDir(dir.Sub("fs/vol/mnt"));
+  MakeDir(dir.Sub("elsewhere"));
+  WriteFile(dir.Sub("elsewhere/precious"), "keep");
+  ASSERT_EQ(
+      mount(dir.Sub("elsewhere").c_str(), dir.Sub("fs/vol/mnt").c_str(), nullptr, MS_BIND, nullptr),
+      0);
+  absl::Status s = RemoveTreeBeneath(dir.Sub("fs"), "vol");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(Exists(dir.Sub("elsewhere/precious")));
+  EXPECT_TRUE(Exists(dir.Sub("fs/vol/mnt/precious")));
+  ASSERT_EQ(umount(dir.Sub("fs/vol/mnt").c_str()), 0);
+  // A mount point as the target itself.
+  ASSERT_EQ(
+      mount(dir.Sub("elsewhere").c_str(), dir.Sub("fs/vol").c_str(), nullptr, MS_BIND, nullptr), 0);
+  EXPECT_FALSE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
+  EXPECT_TRUE(Exists(dir.Sub("elsewhere/precious")));
+  ASSERT_EQ(umount(dir.Sub("fs/vol").c_str()), 0);
+  EXPECT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
+}
+
+TEST(RemoveTreeTest, DepthIsBounded) {
+  TestDir dir;
+  MakeDir(dir.Sub("fs"));
+  std::string path = dir.Sub("fs/vol");
+  MakeDir(path);
+  for (int i = 0; i < 10; ++i) {
+    path += "/d";
+    MakeDir(path);
+  }
+  EXPECT_EQ(RemoveTreeBeneath(dir.Sub("fs"), "vol", 5).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
+}
+
+}  // namespace
+}  // namespace lustre_csi::volume
