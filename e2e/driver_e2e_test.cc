@@ -368,6 +368,76 @@ TEST_F(DriverE2eTest, StaleSocketIsReplacedLiveSocketIsRefused) {
   EXPECT_TRUE(again_status.ok()) << again_status.error_message() << ReadFile(tmp_.Join("node.log"));
 }
 
+TEST(SubDirProvisioningE2eTest, CreateMakesOwnedSubDirDeleteHonoursThePolicy) {
+  TempDir tmp;
+  ASSERT_EQ(mkdir(tmp.Join("lustre").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(tmp.Join("lustre/lustrefs").c_str(), 0755), 0);
+  std::string socket_path = tmp.Join("controller.sock");
+  Subprocess controller({BinaryPath(), "controller", "--mount-mode=local",
+                         "--local-root=" + tmp.Join("lustre"), "--endpoint=unix://" + socket_path},
+                        tmp.Join("controller.log"));
+  ASSERT_TRUE(WaitForSocket(socket_path, absl::Seconds(10)).ok())
+      << ReadFile(tmp.Join("controller.log"));
+  auto stub = csi::v1::Controller::NewStub(Channel(socket_path));
+
+  auto create = [&](const std::string& name, const std::string& policy, csi::v1::Volume* out) {
+    csi::v1::CreateVolumeRequest req;
+    req.set_name(name);
+    req.add_volume_capabilities()->mutable_mount();
+    req.mutable_volume_capabilities(0)->mutable_access_mode()->set_mode(
+        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+    auto& p = *req.mutable_parameters();
+    p["mgs-ip-address"] = "10.0.0.4";
+    p["fs-name"] = "lustrefs";
+    p["sub-dir"] = "${pvc.metadata.namespace}/${pvc.metadata.name}";
+    p["create-sub-dir"] = "true";
+    p["sub-dir-mode"] = "2770";
+    p["sub-dir-on-delete"] = policy;
+    p["csi.storage.k8s.io/pvc/namespace"] = "team";
+    p["csi.storage.k8s.io/pvc/name"] = name;
+    csi::v1::CreateVolumeResponse res;
+    grpc::ClientContext ctx;
+    grpc::Status status = stub->CreateVolume(&ctx, req, &res);
+    *out = res.volume();
+    return status;
+  };
+  auto remove = [&](const std::string& id) {
+    csi::v1::DeleteVolumeRequest req;
+    req.set_volume_id(id);
+    csi::v1::DeleteVolumeResponse res;
+    grpc::ClientContext ctx;
+    return stub->DeleteVolume(&ctx, req, &res);
+  };
+
+  csi::v1::Volume del, keep, again;
+  grpc::Status created = create("data", "delete", &del);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  EXPECT_EQ(del.volume_id(), "data#lustrefs#10.0.0.4#team/data#f");
+  EXPECT_EQ(del.volume_context().at("sub-dir"), "team/data");
+  struct stat st;
+  ASSERT_EQ(stat(tmp.Join("lustre/lustrefs/team/data").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 02770u);
+  ASSERT_TRUE(create("data", "delete", &again).ok());  // idempotent
+  EXPECT_EQ(again.volume_id(), del.volume_id());
+  ASSERT_TRUE(create("logs", "retain", &keep).ok());
+  ASSERT_TRUE(WriteFile(tmp.Join("lustre/lustrefs/team/data/f"), "x").ok());
+  ASSERT_TRUE(WriteFile(tmp.Join("lustre/lustrefs/team/logs/f"), "y").ok());
+
+  // A directory the driver did not create is never taken over.
+  ASSERT_EQ(mkdir(tmp.Join("lustre/lustrefs/team/users").c_str(), 0755), 0);
+  csi::v1::Volume users;
+  EXPECT_EQ(create("users", "delete", &users).error_code(), grpc::ALREADY_EXISTS);
+
+  EXPECT_TRUE(remove(del.volume_id()).ok());
+  EXPECT_NE(access(tmp.Join("lustre/lustrefs/team/data").c_str(), F_OK), 0) << "not deleted";
+  EXPECT_TRUE(remove(del.volume_id()).ok());  // idempotent
+  EXPECT_TRUE(remove(keep.volume_id()).ok());
+  EXPECT_EQ(ReadFile(tmp.Join("lustre/lustrefs/team/logs/f")), "y") << "retained data lost";
+  // Deleting a volume whose id names the foreign directory removes nothing.
+  EXPECT_TRUE(remove("users#lustrefs#10.0.0.4#team/users#f").ok());
+  EXPECT_EQ(access(tmp.Join("lustre/lustrefs/team/users").c_str(), F_OK), 0);
+}
+
 // Raw HTTP GET against 127.0.0.1:port; the whole answer.
 std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

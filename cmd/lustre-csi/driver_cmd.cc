@@ -28,9 +28,11 @@ DEFINE_string(endpoint, "unix:///csi/csi.sock",
               "CSI endpoint: unix:///abs/path.sock or unix://relative.sock; when not given, "
               "the CSI_ENDPOINT environment variable, then this default");
 DEFINE_string(nodeid, "", "this node's id, reported by NodeGetInfo (required for node)");
-DEFINE_string(mount_mode, "lustre",
-              "how volumes are mounted: lustre (mount -t lustre), mock (target directory only, "
-              "for conformance suites) or local (bind mount of <local-root>/<fs>[/<sub-dir>])");
+DEFINE_string(mount_mode, "",
+              "how file systems are reached: lustre (mount -t lustre), mock (target directory "
+              "only, for conformance suites) or local (bind mount of "
+              "<local-root>/<fs>[/<sub-dir>]); node default lustre; the controller reaches "
+              "file systems only when set, for sub-dir provisioning (create-sub-dir)");
 DEFINE_bool(enable_azurelustre_mock_mount, false, "same as --mount-mode=mock");
 DEFINE_string(local_root, "", "root directory standing in for file systems in local mode");
 DEFINE_string(working_mount_dir, "/tmp",
@@ -113,6 +115,34 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(server::MetricsRegistry* m
   return HttpServer::Start(FLAGS_metrics_address, metrics, std::move(ready));
 }
 
+absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
+  if (mode != "lustre" && mode != "mock" && mode != "local") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lustre-csi ", role, ": --mount-mode must be lustre, mock or local, not '", mode, "'"));
+  }
+  if (mode == "local" && FLAGS_local_root.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lustre-csi ", role, ": --mount-mode=local needs --local-root"));
+  }
+  if (FLAGS_max_concurrent_mounts < 1 || FLAGS_mount_timeout_seconds < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lustre-csi ", role,
+                     ": --max-concurrent-mounts and --mount-timeout-seconds must be at least 1"));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<driver::MountBackend> MakeBackend(const std::string& mode, volume::Syscalls* sys) {
+  if (mode == "mock") return driver::NewMockBackend();
+  if (mode == "local") return driver::NewLocalBackend(sys, FLAGS_local_root);
+  driver::LustreBackendOptions options;
+  options.working_mount_dir = FLAGS_working_mount_dir;
+  return driver::NewLustreBackend(
+      sys,
+      volume::NewExecMounter(FLAGS_mount_command, absl::Seconds(FLAGS_mount_timeout_seconds), sys),
+      options);
+}
+
 int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
   if (!args.empty()) {
     streams.err << "lustre-csi node: unexpected argument '" << args[0] << "'\n";
@@ -123,18 +153,9 @@ int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
     return cli::kExitUsage;
   }
   std::string mode = FLAGS_enable_azurelustre_mock_mount ? "mock" : FLAGS_mount_mode;
-  if (mode != "lustre" && mode != "mock" && mode != "local") {
-    streams.err << "lustre-csi node: --mount-mode must be lustre, mock or local, not '" << mode
-                << "'\n";
-    return cli::kExitUsage;
-  }
-  if (mode == "local" && FLAGS_local_root.empty()) {
-    streams.err << "lustre-csi node: --mount-mode=local needs --local-root\n";
-    return cli::kExitUsage;
-  }
-  if (FLAGS_max_concurrent_mounts < 1 || FLAGS_mount_timeout_seconds < 1) {
-    streams.err << "lustre-csi node: --max-concurrent-mounts and --mount-timeout-seconds must "
-                   "be at least 1\n";
+  if (mode.empty()) mode = "lustre";
+  if (absl::Status s = CheckMountMode("node", mode); !s.ok()) {
+    streams.err << s.message() << "\n";
     return cli::kExitUsage;
   }
   absl::StatusOr<std::map<std::string, std::string>> topology = ParseTopology(FLAGS_topology);
@@ -144,20 +165,7 @@ int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
 
   server::BlockTerminationSignals();
   std::unique_ptr<volume::Syscalls> sys = volume::NewLinuxSyscalls();
-  std::unique_ptr<driver::MountBackend> backend;
-  if (mode == "lustre") {
-    driver::LustreBackendOptions options;
-    options.working_mount_dir = FLAGS_working_mount_dir;
-    backend = driver::NewLustreBackend(
-        sys.get(),
-        volume::NewExecMounter(FLAGS_mount_command, absl::Seconds(FLAGS_mount_timeout_seconds),
-                               sys.get()),
-        options);
-  } else if (mode == "mock") {
-    backend = driver::NewMockBackend();
-  } else {
-    backend = driver::NewLocalBackend(sys.get(), FLAGS_local_root);
-  }
+  std::unique_ptr<driver::MountBackend> backend = MakeBackend(mode, sys.get());
 
   driver::NodeOptions options;
   options.node_id = FLAGS_nodeid;
@@ -212,8 +220,19 @@ int RunController(const std::vector<std::string>& args, cli::Streams streams) {
   absl::StatusOr<std::string> socket = server::ParseUnixEndpoint(EndpointFlag());
   if (!socket.ok()) return Fail(streams, "controller", socket.status());
 
+  std::unique_ptr<volume::Syscalls> sys;
+  std::unique_ptr<driver::MountBackend> backend;
+  if (!FLAGS_mount_mode.empty()) {
+    if (absl::Status s = CheckMountMode("controller", FLAGS_mount_mode); !s.ok()) {
+      streams.err << s.message() << "\n";
+      return cli::kExitUsage;
+    }
+    sys = volume::NewLinuxSyscalls();
+    backend = MakeBackend(FLAGS_mount_mode, sys.get());
+  }
+
   server::BlockTerminationSignals();
-  driver::ControllerLogic logic;
+  driver::ControllerLogic logic(backend.get());
   server::MetricsRegistry metrics;
   version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
   auto ready = [] { return absl::OkStatus(); };
@@ -262,8 +281,13 @@ cli::Subcommand ControllerSubcommand() {
   sub.usage = "[flags]";
   sub.description =
       "CreateVolume, DeleteVolume and ValidateVolumeCapabilities for existing Lustre file\n"
-      "systems, with volume ids and parameters of the Azure Lustre CSI driver.";
+      "systems, with volume ids and parameters of the Azure Lustre CSI driver. With\n"
+      "--mount-mode it also creates and deletes per-volume sub-dirs (create-sub-dir).";
   sub.flags = kSharedFlags;
+  for (const char* f : {"mount_mode", "local_root", "working_mount_dir", "mount_command",
+                        "mount_timeout_seconds"}) {
+    sub.flags.push_back(f);
+  }
   sub.run = RunController;
   return sub;
 }

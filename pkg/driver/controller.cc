@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/driver/volume_id.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/owned_dir.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -70,11 +72,10 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
     probe.emplace(key, "x");
   }
   if (absl::Status s = FillSubDir(params->sub_dir, probe).status(); !s.ok()) return s;
-  if (params->provisioning.enabled) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kParamCreateSubDir,
-                     " is not supported by this controller yet; create the sub-dir "
-                     "on the file system or let the node create it at publish"));
+  if (params->provisioning.enabled && backend_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kParamCreateSubDir,
+        " needs a controller that reaches the file system: start it with --mount-mode=lustre"));
   }
   absl::StatusOr<int64_t> capacity = RoundCapacity(args.required_bytes, args.limit_bytes);
   if (!capacity.ok()) return capacity.status();
@@ -100,9 +101,19 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
   id.mgs_address = params->mgs_address;
   id.sub_dir = params->sub_dir;
   CreatedVolume volume;
+  volume.context = args.parameters;
+  if (params->provisioning.enabled) {
+    absl::StatusOr<std::string> sub_dir = ProvisionSubDir(args, *params);
+    if (!sub_dir.ok()) return sub_dir.status();
+    // The node mounts exactly the directory created here.
+    id.sub_dir = *sub_dir;
+    for (auto it = volume.context.begin(); it != volume.context.end();) {
+      it = absl::EqualsIgnoreCase(it->first, kParamSubDir) ? volume.context.erase(it) : ++it;
+    }
+    volume.context[kParamSubDir] = *sub_dir;
+  }
   volume.volume_id = FormatVolumeId(id);
   volume.capacity_bytes = *capacity;
-  volume.context = args.parameters;
   volume.context[kParamCreatedByDynamicProvisioning] = "f";
   // A Lustre file system is reachable from every node that can route to the
   // MGS: any topology the CO requires can be met.
@@ -112,6 +123,34 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
   by_name_[args.name] = Record{args, volume};
   LOG(INFO) << "created volume " << volume.volume_id << " (" << volume.capacity_bytes << " bytes)";
   return volume;
+}
+
+absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeArgs& args,
+                                                             const LustreParams& params) {
+  absl::StatusOr<std::string> sub_dir = FillSubDir(params.sub_dir, params.kubernetes);
+  if (!sub_dir.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kParamCreateSubDir, " needs a sub-dir known at CreateVolume (only ",
+                     "${pvc.*} and ${pv.*} variables): ", sub_dir.status().message()));
+  }
+  if (sub_dir->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kParamCreateSubDir, " needs a non-empty ", kParamSubDir));
+  }
+  volume::OwnedDirOptions options;
+  options.mode = params.provisioning.mode;
+  options.uid = params.provisioning.uid;
+  options.gid = params.provisioning.gid;
+  volume::DirOwner owner{args.name, params.provisioning.delete_on_delete};
+  LustreSource root{params.mgs_address, params.fs_name, ""};
+  absl::Status status = backend_->WithFileSystemRoot(root, [&](const std::string& fs_root) {
+    return volume::CreateOwnedDir(fs_root, *sub_dir, options, owner);
+  });
+  if (!status.ok()) return status;
+  LOG(INFO) << "created sub-dir " << *sub_dir << " on " << root.Spec() << " for volume "
+            << args.name << " (on delete: " << (owner.delete_on_release ? "delete" : "retain")
+            << ")";
+  return *sub_dir;
 }
 
 absl::Status ControllerLogic::Delete(const std::string& volume_id) {
@@ -125,6 +164,23 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   if (!lock.ok()) {
     return absl::AbortedError(
         absl::StrCat("an operation on volume ", id->name, " is already in progress"));
+  }
+  // A concrete sub-dir may have been provisioned here: its owner marker
+  // decides whether it goes.
+  if (backend_ != nullptr && !id->sub_dir.empty() && !absl::StrContains(id->sub_dir, "${")) {
+    LustreSource root{id->mgs_address, id->fs_name, ""};
+    bool removed = false;
+    absl::Status status = backend_->WithFileSystemRoot(root, [&](const std::string& fs_root) {
+      absl::StatusOr<bool> released = volume::ReleaseOwnedDir(fs_root, id->sub_dir, id->name);
+      if (!released.ok()) return released.status();
+      removed = *released;
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      return volume::Annotate(status, absl::StrCat("releasing sub-dir ", id->sub_dir));
+    }
+    LOG(INFO) << "volume " << volume_id << ": sub-dir " << id->sub_dir
+              << (removed ? " deleted" : " kept");
   }
   absl::MutexLock l(&mu_);
   auto it = by_name_.find(id->name);

@@ -5,6 +5,12 @@
 //
 // Created volumes are remembered in memory by name, so that the same request
 // again returns the same volume and a conflicting one is ALREADY_EXISTS.
+//
+// Sub-dir provisioning (parameter create-sub-dir) needs a MountBackend that
+// reaches the file system: CreateVolume creates the sub-dir with an owner
+// marker; DeleteVolume deletes it only when the marker names the volume and
+// says delete (so nothing it did not create is ever removed, also after a
+// restart). Without a backend, DeleteVolume never touches a file system.
 // Thread-safe.
 #ifndef LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_
 #define LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_
@@ -17,6 +23,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/parameters.h"
 #include "pkg/driver/volume_locks.h"
 
 namespace lustre_csi::driver {
@@ -50,6 +58,9 @@ absl::StatusOr<int64_t> RoundCapacity(int64_t required_bytes, int64_t limit_byte
 
 class ControllerLogic {
  public:
+  // `backend` may be null (no sub-dir provisioning); borrowed.
+  explicit ControllerLogic(MountBackend* backend = nullptr) : backend_(backend) {}
+
   absl::StatusOr<CreatedVolume> Create(const CreateVolumeArgs& args);
 
   // Idempotent: an unknown or foreign id is OK.
@@ -65,6 +76,10 @@ class ControllerLogic {
     CreatedVolume volume;
   };
 
+  absl::StatusOr<std::string> ProvisionSubDir(const CreateVolumeArgs& args,
+                                              const LustreParams& params);
+
+  MountBackend* const backend_;
   VolumeLocks name_locks_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Record> by_name_ ABSL_GUARDED_BY(mu_);

@@ -110,10 +110,17 @@ INSTANTIATE_TEST_SUITE_P(
                   {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"sub-dir", "${nope}"}},
                   "unknown variable"},
         BadCreate{"v", {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"SkuName", "x"}}, "SkuName"},
-        BadCreate{"v", {{"fs-name", "f"}}, "mgs-ip-address must be provided"},
-        BadCreate{"v",
-                  {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"create-sub-dir", "true"}},
-                  "not supported"}));
+        BadCreate{"v", {{"fs-name", "f"}}, "mgs-ip-address must be provided"}));
+
+TEST(ControllerLogicTest, SubDirProvisioningNeedsAFileSystemBackend) {
+  ControllerLogic logic;  // no backend
+  CreateVolumeArgs args = Args();
+  args.parameters["create-sub-dir"] = "true";
+  args.parameters["sub-dir"] = "vol";
+  absl::Status s = logic.Create(args).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("--mount-mode"));
+}
 
 TEST(ControllerLogicTest, AccessibilityRequirementsAreMet) {
   ControllerLogic logic;

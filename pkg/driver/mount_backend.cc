@@ -25,6 +25,16 @@ bool MountIsReadOnly(const volume::MountEntry& entry) {
   return false;
 }
 
+// Creates `sub_dir` beneath `root` and proves, resolving symlinks, that it
+// stays beneath it.
+absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
+                        const std::string& sub_dir) {
+  absl::StatusOr<std::string> dir = volume::JoinBeneath(root, sub_dir);
+  if (!dir.ok()) return dir.status();
+  if (absl::Status s = volume::MkdirAll(sys, *dir, 0775); !s.ok()) return s;
+  return sys.ResolveBeneath(root, sub_dir).status();
+}
+
 class LustreBackend : public MountBackend {
  public:
   LustreBackend(volume::Syscalls* sys, std::unique_ptr<volume::Mounter> mounter,
@@ -49,32 +59,27 @@ class LustreBackend : public MountBackend {
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
     if (source.sub_dir.empty()) return absl::OkStatus();
-    // Mount the file system root in a private directory, create the sub-dir
-    // beneath it, and unmount again whatever happens.
-    char tmpl_buf[4096];
+    return WithFileSystemRoot(
+        source, [&](const std::string& root) { return MakeSubDir(*sys_, root, source.sub_dir); });
+  }
+
+  absl::Status WithFileSystemRoot(
+      const LustreSource& source,
+      const std::function<absl::Status(const std::string&)>& fn) override {
+    // Mount the file system root in a private directory, run `fn`, and
+    // unmount again whatever happens.
     std::string tmpl = absl::StrCat(options_.working_mount_dir, "/lustre-csi-XXXXXX");
-    if (tmpl.size() >= sizeof(tmpl_buf)) {
-      return absl::InvalidArgumentError("working mount dir path is too long");
-    }
-    std::copy(tmpl.begin(), tmpl.end(), tmpl_buf);
-    tmpl_buf[tmpl.size()] = '\0';
-    if (mkdtemp(tmpl_buf) == nullptr) {
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
           "cannot create a directory in working mount dir ", options_.working_mount_dir));
     }
-    std::string root_mount = tmpl_buf;
+    std::string root_mount = buf.data();
     LustreSource root = source;
     root.sub_dir.clear();
     absl::Status status = mounter_->Mount(root.Spec(), root_mount, "lustre", {});
-    if (status.ok()) {
-      absl::StatusOr<std::string> dir = volume::JoinBeneath(root_mount, source.sub_dir);
-      status = dir.ok() ? volume::MkdirAll(*sys_, *dir, 0775) : dir.status();
-      if (status.ok()) {
-        // MkdirAll resolved lexically; confirm no symlink led outside.
-        absl::StatusOr<std::string> resolved = sys_->ResolveBeneath(root_mount, source.sub_dir);
-        if (!resolved.ok()) status = resolved.status();
-      }
-    }
+    if (status.ok()) status = fn(root_mount);
     absl::Status cleanup = volume::CleanupMountPoint(*sys_, root_mount);
     if (!cleanup.ok()) LOG(ERROR) << "cleaning up " << root_mount << ": " << cleanup;
     return status;
@@ -107,6 +112,10 @@ class MockBackend : public MountBackend {
   bool MakesMounts() const override { return false; }
   absl::Status Ready() const override { return absl::OkStatus(); }
   absl::Status EnsureSubDir(const LustreSource&) override { return absl::OkStatus(); }
+  absl::Status WithFileSystemRoot(const LustreSource&,
+                                  const std::function<absl::Status(const std::string&)>&) override {
+    return absl::FailedPreconditionError("mock mount mode has no file system to work in");
+  }
   absl::Status Mount(const LustreSource& source, const std::string& target,
                      const std::vector<std::string>& options) override {
     VLOG(1) << "mock mount " << source.Spec() << " on " << target << " -o "
@@ -138,12 +147,16 @@ class LocalBackend : public MountBackend {
   absl::Status EnsureSubDir(const LustreSource& source) override {
     // Nothing to create for the root; Mount() reports a missing file system.
     if (source.sub_dir.empty()) return absl::OkStatus();
+    return WithFileSystemRoot(
+        source, [&](const std::string& root) { return MakeSubDir(*sys_, root, source.sub_dir); });
+  }
+
+  absl::Status WithFileSystemRoot(
+      const LustreSource& source,
+      const std::function<absl::Status(const std::string&)>& fn) override {
     absl::StatusOr<std::string> fs_root = FsRoot(source);
     if (!fs_root.ok()) return fs_root.status();
-    absl::StatusOr<std::string> dir = volume::JoinBeneath(*fs_root, source.sub_dir);
-    if (!dir.ok()) return dir.status();
-    if (absl::Status s = volume::MkdirAll(*sys_, *dir, 0775); !s.ok()) return s;
-    return sys_->ResolveBeneath(*fs_root, source.sub_dir).status();
+    return fn(*fs_root);
   }
 
   absl::Status Mount(const LustreSource& source, const std::string& target,

@@ -53,6 +53,13 @@ class MountBackend {
   // when it does not exist, so a per-pod sub-dir can be mounted.
   virtual absl::Status EnsureSubDir(const LustreSource& source) = 0;
 
+  // Runs `fn` with a directory where the root of `source`'s file system is
+  // reachable, then lets go of it: a temporary root mount under the working
+  // mount dir in lustre mode, <local-root>/<fs> in local mode. Mock mode has
+  // no file system: FAILED_PRECONDITION.
+  virtual absl::Status WithFileSystemRoot(
+      const LustreSource& source, const std::function<absl::Status(const std::string&)>& fn) = 0;
+
   // Mounts `source` on the existing directory `target`. `options` are ready
   // for `mount -o` ("ro" first when read-only).
   virtual absl::Status Mount(const LustreSource& source, const std::string& target,
