@@ -1,0 +1,402 @@
+#include "pkg/csimanager/manager.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "pkg/csimanager/path_segment.h"
+
+namespace lustre_csi::csimanager {
+namespace {
+
+// Time allowed for cancelled operations to unwind after the grace period.
+constexpr absl::Duration kCancelWait = absl::Seconds(10);
+
+bool SameInstance(const PluginRecord& a, const PluginRecord& b) {
+  return a.name == b.name && a.type == b.type && a.endpoint == b.endpoint;
+}
+
+}  // namespace
+
+Manager::Manager(ManagerOptions options, ManagerDeps deps)
+    : options_(std::move(options)), deps_(std::move(deps)), registry_(deps_.store, deps_.clock) {
+  registry_.SetListener([this] { Reconcile(); });
+}
+
+Manager::~Manager() {
+  registry_.SetListener(nullptr);
+  Shutdown(options_.shutdown_grace);
+}
+
+absl::StatusOr<StartReport> Manager::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ || shutting_down_) {
+      return absl::FailedPreconditionError("plugin manager already started");
+    }
+  }
+  StartReport report;
+  absl::Status restored = registry_.Restore();
+  if (!restored.ok()) return restored;
+  report.plugins_restored = static_cast<int>(registry_.List().size());
+
+  absl::StatusOr<std::vector<Claim>> claims = deps_.store->ListClaims();
+  if (!claims.ok()) return claims.status();
+  std::set<std::string> plugins;
+  for (const Claim& claim : *claims) plugins.insert(claim.plugin);
+  for (const std::string& plugin : plugins) {
+    absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/true);
+    if (!volumes.ok()) return volumes.status();
+  }
+  {
+    absl::MutexLock lock(&volumes_mu_);
+    for (const auto& [name, volumes] : volumes_) report.volumes[name] = volumes->last_restore();
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    started_ = true;
+  }
+  Reconcile();
+  if (!options_.registration_dir.empty()) {
+    RegistrationWatcherOptions watch = options_.registration;
+    watch.directory = options_.registration_dir;
+    watcher_ = std::make_unique<RegistrationWatcher>(&registry_, watch);
+    absl::Status watching = watcher_->Start();
+    if (!watching.ok()) return watching;
+  }
+  LOG(INFO) << "plugin manager started: " << report.plugins_restored << " plugins and "
+            << claims->size() << " claims restored";
+  return report;
+}
+
+absl::Status Manager::SetStaticPlugins(std::vector<PluginRecord> records) {
+  return registry_.ReplaceStatic(std::move(records));
+}
+
+void Manager::Reconcile() {
+  absl::MutexLock serial(&reconcile_mu_);
+  std::vector<PluginRecord> active = registry_.ActiveSet();
+  std::vector<std::shared_ptr<InstanceManager>> to_stop;
+  std::vector<std::shared_ptr<InstanceManager>> to_start;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || shutting_down_) return;
+    std::map<std::string, const PluginRecord*> wanted;
+    for (const PluginRecord& record : active) wanted[record.id] = &record;
+    for (auto it = instances_.begin(); it != instances_.end();) {
+      auto want = wanted.find(it->first);
+      if (want == wanted.end() || !SameInstance(*want->second, it->second->record())) {
+        to_stop.push_back(it->second);
+        it = instances_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const PluginRecord& record : active) {
+      if (instances_.count(record.id)) continue;
+      auto instance = std::make_shared<InstanceManager>(
+          record, deps_.client_factory, deps_.clock, options_.instance,
+          [this](const PluginStatus& status) { OnFingerprint(status); });
+      instances_[record.id] = instance;
+      to_start.push_back(instance);
+    }
+    ++version_;
+  }
+  for (auto& instance : to_stop) {
+    LOG(INFO) << "plugin " << instance->record().name << " (" << instance->record().id
+              << ") is no longer active";
+    instance->Stop();
+  }
+  for (auto& instance : to_start) {
+    LOG(INFO) << "plugin " << instance->record().name << " (" << instance->record().id << ", "
+              << PluginTypeName(instance->record().type) << ", " << instance->record().endpoint
+              << ") is active";
+    instance->Start();
+  }
+}
+
+void Manager::OnFingerprint(const PluginStatus&) {
+  absl::MutexLock lock(&mu_);
+  ++version_;
+}
+
+std::shared_ptr<InstanceManager> Manager::ActiveInstance(const std::string& name, PluginType type) {
+  std::optional<PluginRecord> record = registry_.Active(name, type);
+  if (!record.has_value()) return nullptr;
+  absl::MutexLock lock(&mu_);
+  auto it = instances_.find(record->id);
+  return it == instances_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<VolumeManager*> Manager::Volumes(const std::string& plugin, bool create) {
+  absl::MutexLock lock(&volumes_mu_);
+  auto it = volumes_.find(plugin);
+  if (it != volumes_.end()) return it->second.get();
+  if (!create) return absl::NotFoundError(absl::StrCat("no node plugin named ", plugin));
+  absl::Status name = ValidatePluginName(plugin);
+  if (!name.ok()) return name;
+  VolumeManagerOptions options;
+  options.root = absl::StrCat(options_.mount_root, "/", plugin);
+  options.retry = options_.retry;
+  auto volumes = std::make_unique<VolumeManager>(
+      plugin, options, [this, plugin] { return ActiveInstance(plugin, PluginType::kNode); },
+      deps_.store, deps_.mounts, deps_.clock, &cancel_);
+  absl::StatusOr<RestoreReport> report = volumes->Restore();
+  if (!report.ok()) return report.status();
+  VolumeManager* raw = volumes.get();
+  volumes_[plugin] = std::move(volumes);
+  return raw;
+}
+
+absl::Status Manager::BeginOperation() {
+  absl::MutexLock lock(&mu_);
+  if (!started_) return absl::UnavailableError("plugin manager is not started");
+  if (shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
+  ++in_flight_;
+  return absl::OkStatus();
+}
+
+void Manager::EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start) {
+  metrics_.Record(operation, code, deps_.clock->Now() - start);
+  absl::MutexLock lock(&mu_);
+  --in_flight_;
+}
+
+std::vector<PluginStatus> Manager::ListPlugins(std::optional<PluginType> type) {
+  std::vector<PluginRecord> records = registry_.List();
+  std::set<std::string> active;
+  for (const PluginRecord& record : registry_.ActiveSet()) active.insert(record.id);
+  std::vector<PluginStatus> out;
+  for (const PluginRecord& record : records) {
+    if (type.has_value() && !Serves(record.type, *type)) continue;
+    std::shared_ptr<InstanceManager> instance;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = instances_.find(record.id);
+      if (it != instances_.end()) instance = it->second;
+    }
+    PluginStatus status;
+    if (instance != nullptr) {
+      status = instance->Status();
+    } else {
+      status.healthy = false;
+      status.health_reason = active.count(record.id) ? "not started"
+                                                     : absl::StrCat("standby: another instance of ",
+                                                                    record.name, " is preferred");
+    }
+    status.record = record;
+    out.push_back(std::move(status));
+  }
+  return out;
+}
+
+absl::StatusOr<PluginStatus> Manager::WaitForPlugin(PluginType type, const std::string& name,
+                                                    absl::Time deadline) {
+  while (true) {
+    uint64_t seen;
+    {
+      absl::MutexLock lock(&mu_);
+      if (shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
+      seen = version_;
+    }
+    std::string waiting_for;
+    std::optional<PluginRecord> record = registry_.Active(name, type);
+    if (!record.has_value()) {
+      waiting_for = "is not registered";
+    } else {
+      std::shared_ptr<InstanceManager> instance = ActiveInstance(name, type);
+      if (instance == nullptr) {
+        waiting_for = "is not started";
+      } else {
+        PluginStatus status = instance->Status();
+        if (status.healthy) return status;
+        waiting_for = absl::StrCat("is not healthy: ", status.health_reason);
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return version_ != seen || shutting_down_;
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&changed), deadline)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(PluginTypeName(type), " plugin ", name, " ", waiting_for));
+    }
+  }
+}
+
+absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
+                                               const MountRequest& request) {
+  absl::Status begun = BeginOperation();
+  if (!begun.ok()) return begun;
+  absl::Time start = deps_.clock->Now();
+  absl::StatusOr<MountInfo> result = [&]() -> absl::StatusOr<MountInfo> {
+    absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/false);
+    if (!volumes.ok()) {
+      if (!registry_.Active(plugin, PluginType::kNode).has_value()) {
+        return absl::NotFoundError(absl::StrCat("no node plugin named ", plugin, " is registered"));
+      }
+      volumes = Volumes(plugin, /*create=*/true);
+      if (!volumes.ok()) return volumes.status();
+    }
+    return (*volumes)->MountVolume(request);
+  }();
+  EndOperation("mount", result.status().code(), start);
+  return result;
+}
+
+absl::StatusOr<UnmountResult> Manager::UnmountVolume(const std::string& plugin,
+                                                     const UnmountRequest& request) {
+  absl::Status begun = BeginOperation();
+  if (!begun.ok()) return begun;
+  absl::Time start = deps_.clock->Now();
+  absl::StatusOr<UnmountResult> result = [&]() -> absl::StatusOr<UnmountResult> {
+    bool known = registry_.Active(plugin, PluginType::kNode).has_value();
+    absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/known);
+    if (!volumes.ok()) {
+      return absl::NotFoundError(
+          absl::StrCat("no node plugin named ", plugin, " is registered or has claims"));
+    }
+    return (*volumes)->UnmountVolume(request);
+  }();
+  EndOperation("unmount", result.status().code(), start);
+  return result;
+}
+
+absl::StatusOr<bool> Manager::HasMount(const std::string& plugin, const MountInfo& mount) {
+  absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/false);
+  if (volumes.ok()) return (*volumes)->HasMount(mount);
+  if (mount.target.empty()) return absl::InvalidArgumentError("mount has no target path");
+  return deps_.mounts->IsMountPoint(mount.target);
+}
+
+std::vector<Claim> Manager::ListClaims(const std::string& plugin) {
+  std::vector<VolumeManager*> all;
+  {
+    absl::MutexLock lock(&volumes_mu_);
+    for (const auto& [name, volumes] : volumes_) {
+      if (plugin.empty() || name == plugin) all.push_back(volumes.get());
+    }
+  }
+  std::vector<Claim> out;
+  for (VolumeManager* volumes : all) {
+    for (Claim& claim : volumes->Claims()) out.push_back(std::move(claim));
+  }
+  return out;
+}
+
+NodeInfo Manager::GetNodeInfo() {
+  NodeInfo info;
+  info.node_name = options_.node_name;
+  std::set<std::string> names;
+  for (const PluginRecord& record : registry_.ActiveSet()) {
+    if (ServesNode(record.type)) names.insert(record.name);
+  }
+  for (const std::string& name : names) {
+    NodeInfo::Driver driver;
+    driver.name = name;
+    std::shared_ptr<InstanceManager> instance = ActiveInstance(name, PluginType::kNode);
+    PluginStatus status = instance != nullptr ? instance->Status() : PluginStatus();
+    driver.node_id = status.node_id;
+    for (const auto& [key, value] : status.topology) driver.topology_keys.push_back(key);
+    driver.allocatable_count = status.max_volumes;
+    driver.available = status.healthy;
+    driver.status = status.healthy ? "available" : status.health_reason;
+    info.drivers.push_back(std::move(driver));
+  }
+  return info;
+}
+
+absl::StatusOr<DrainResult> Manager::Drain() {
+  absl::Status begun = BeginOperation();
+  if (!begun.ok()) return begun;
+  absl::Time start = deps_.clock->Now();
+  std::vector<VolumeManager*> all;
+  {
+    absl::MutexLock lock(&volumes_mu_);
+    for (const auto& [name, volumes] : volumes_) all.push_back(volumes.get());
+  }
+  DrainResult total;
+  for (VolumeManager* volumes : all) {
+    DrainResult result = volumes->Drain();
+    total.unmounted += result.unmounted;
+    for (std::string& error : result.errors) {
+      total.errors.push_back(absl::StrCat(volumes->plugin(), ": ", error));
+    }
+  }
+  LOG(INFO) << "drain: unmounted " << total.unmounted << " claims, " << total.errors.size()
+            << " errors";
+  EndOperation("drain", total.errors.empty() ? absl::StatusCode::kOk : absl::StatusCode::kInternal,
+               start);
+  return total;
+}
+
+void Manager::Shutdown(absl::Duration grace, bool unmount_all) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+  }
+  if (unmount_all) {
+    absl::StatusOr<DrainResult> drained = Drain();
+    if (!drained.ok()) {
+      LOG(ERROR) << "unmounting everything at shutdown: " << drained.status();
+    } else {
+      for (const std::string& error : drained->errors) LOG(ERROR) << "drain: " << error;
+    }
+  }
+  std::vector<std::shared_ptr<InstanceManager>> instances;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    ++version_;
+    for (const auto& [id, instance] : instances_) instances.push_back(instance);
+  }
+  if (watcher_ != nullptr) watcher_->Stop();
+  for (auto& instance : instances) instance->Stop();
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  bool finished;
+  {
+    absl::MutexLock lock(&mu_);
+    finished = mu_.AwaitWithTimeout(absl::Condition(&idle), grace);
+    if (!finished) {
+      LOG(WARNING) << "cancelling " << in_flight_ << " operations still running after " << grace;
+    }
+  }
+  if (!finished) {
+    cancel_.Cancel();
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithTimeout(absl::Condition(&idle), kCancelWait)) {
+      LOG(ERROR) << in_flight_ << " operations did not end after being cancelled";
+    }
+  }
+  LOG(INFO) << "plugin manager stopped" << (unmount_all ? "" : "; mounts are kept");
+}
+
+absl::Status Manager::Health() {
+  absl::MutexLock lock(&mu_);
+  if (!started_) return absl::UnavailableError("plugin manager is not started");
+  if (shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
+  return absl::OkStatus();
+}
+
+ManagerStats Manager::Stats() {
+  ManagerStats stats;
+  std::vector<std::shared_ptr<InstanceManager>> instances;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, instance] : instances_) instances.push_back(instance);
+  }
+  for (const auto& instance : instances) {
+    if (instance->Status().healthy) {
+      ++stats.plugins_healthy;
+    } else {
+      ++stats.plugins_unhealthy;
+    }
+  }
+  metrics_.Snapshot(&stats);
+  for (const Claim& claim : ListClaims()) ++stats.claims[std::string(ClaimStateName(claim.state))];
+  return stats;
+}
+
+}  // namespace lustre_csi::csimanager

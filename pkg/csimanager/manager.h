@@ -1,0 +1,165 @@
+// Manager: the plugin manager as one object - what the daemon constructs,
+// starts, serves over gRPC (ManagerService) and shuts down.
+//
+// It owns the registry (restored from the store at Start), the registration
+// directory watcher (optional), one InstanceManager per active plugin
+// instance (created and stopped as the registry changes) and one
+// VolumeManager per node plugin name (created at Start for every plugin with
+// claims, so usage counts are rebuilt before any operation, and on first use
+// otherwise). Each plugin's mounts live below <mount_root>/<plugin name>.
+//
+// Lifecycle: construct; Start(); optionally SetStaticPlugins(); serve;
+// Shutdown(). Shutdown stops discovery and fingerprinting, refuses new
+// operations with UNAVAILABLE, lets operations in flight finish within the
+// grace period and then cancels them. Mounts are kept unless asked to
+// unmount everything (the `drain` verb, --unmount-on-shutdown).
+//
+// Thread-safe. The store and mount inspector (and clock) are not owned and
+// must outlive the manager.
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_MANAGER_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_MANAGER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "pkg/csimanager/cancel.h"
+#include "pkg/csimanager/clock.h"
+#include "pkg/csimanager/csi_client.h"
+#include "pkg/csimanager/instance_manager.h"
+#include "pkg/csimanager/metrics.h"
+#include "pkg/csimanager/mount_inspector.h"
+#include "pkg/csimanager/registration_watcher.h"
+#include "pkg/csimanager/registry.h"
+#include "pkg/csimanager/state_store.h"
+#include "pkg/csimanager/types.h"
+#include "pkg/csimanager/volume_manager.h"
+
+namespace lustre_csi::csimanager {
+
+struct ManagerOptions {
+  // Absolute; plugin <name> mounts below <mount_root>/<name>.
+  std::string mount_root;
+  // Kubelet-style registration directory to watch; empty: none.
+  std::string registration_dir;
+  RegistrationWatcherOptions registration;  // `directory` is set from registration_dir
+  // Reported in GetNodeInfo.
+  std::string node_name;
+  InstanceOptions instance;
+  RetryPolicy retry;
+  // How long Shutdown() and the destructor wait for operations in flight
+  // before cancelling them.
+  absl::Duration shutdown_grace = absl::Seconds(30);
+};
+
+struct ManagerDeps {
+  StateStore* store = nullptr;       // required
+  MountInspector* mounts = nullptr;  // required
+  Clock* clock = RealClock();
+  CsiClientFactory client_factory = DialingClientFactory();
+};
+
+// What Start() found in the store.
+struct StartReport {
+  int plugins_restored = 0;
+  std::map<std::string, RestoreReport> volumes;  // by plugin name
+};
+
+// The node's view, in the shape of a Kubernetes CSINode object.
+struct NodeInfo {
+  struct Driver {
+    std::string name;
+    std::string node_id;
+    std::vector<std::string> topology_keys;
+    int64_t allocatable_count = 0;
+    bool available = false;
+    std::string status;  // "available" or why not
+  };
+  std::string node_name;
+  std::vector<Driver> drivers;
+};
+
+class Manager {
+ public:
+  Manager(ManagerOptions options, ManagerDeps deps);
+  // Shuts down (keeping mounts) if Shutdown() was not called.
+  ~Manager();
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  // Restores the registry and every plugin's claims (checking mounts and
+  // rebuilding usage counts), starts fingerprinting, and starts watching
+  // the registration directory. Call once.
+  absl::StatusOr<StartReport> Start();
+  // Replaces the static plugins (from flags or a config file). Call after
+  // Start().
+  absl::Status SetStaticPlugins(std::vector<PluginRecord> records);
+
+  // Every registered plugin instance; `type` filters by role as in
+  // Registry::Active. Instances shadowed by a preferred one are listed as
+  // unhealthy with the reason.
+  std::vector<PluginStatus> ListPlugins(std::optional<PluginType> type = std::nullopt);
+  // Waits (real time) until the active `name` plugin serving `type` is
+  // healthy: its status, or DEADLINE_EXCEEDED saying what it is waiting for.
+  absl::StatusOr<PluginStatus> WaitForPlugin(PluginType type, const std::string& name,
+                                             absl::Time deadline);
+
+  absl::StatusOr<MountInfo> MountVolume(const std::string& plugin, const MountRequest& request);
+  absl::StatusOr<UnmountResult> UnmountVolume(const std::string& plugin,
+                                              const UnmountRequest& request);
+  absl::StatusOr<bool> HasMount(const std::string& plugin, const MountInfo& mount);
+  // Claims of `plugin`, or of every plugin when empty.
+  std::vector<Claim> ListClaims(const std::string& plugin = "");
+  NodeInfo GetNodeInfo();
+  // Unmounts everything the manager mounted.
+  absl::StatusOr<DrainResult> Drain();
+
+  // See the class comment. Idempotent; later calls return at once.
+  void Shutdown(absl::Duration grace, bool unmount_all = false);
+
+  // OK while started and not shutting down (for /healthz).
+  absl::Status Health();
+  ManagerStats Stats();
+
+  Registry* registry() { return &registry_; }
+
+ private:
+  // Starts and stops instance managers to match the registry.
+  void Reconcile();
+  void OnFingerprint(const PluginStatus& status);
+  std::shared_ptr<InstanceManager> ActiveInstance(const std::string& name, PluginType type);
+  // The plugin's volume manager, created (and restored) on first use.
+  absl::StatusOr<VolumeManager*> Volumes(const std::string& plugin, bool create);
+  absl::Status BeginOperation();
+  void EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start);
+
+  const ManagerOptions options_;
+  const ManagerDeps deps_;
+  Registry registry_;
+  std::unique_ptr<RegistrationWatcher> watcher_;
+  CancelToken cancel_;  // cancels volume operations at the end of the grace period
+  OperationMetrics metrics_;
+
+  absl::Mutex reconcile_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every registry or health change
+  std::map<std::string, std::shared_ptr<InstanceManager>> instances_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex volumes_mu_;
+  std::map<std::string, std::unique_ptr<VolumeManager>> volumes_ ABSL_GUARDED_BY(volumes_mu_);
+};
+
+}  // namespace lustre_csi::csimanager
+
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_MANAGER_H_

@@ -1,0 +1,237 @@
+#include "pkg/csimanager/manager_proto.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace lustre_csi::csimanager {
+namespace {
+
+int64_t UnixMillis(absl::Time time) {
+  return time == absl::InfinitePast() ? 0 : absl::ToUnixMillis(time);
+}
+
+absl::StatusOr<AttachmentMode> AttachmentFromProto(pb::AttachmentMode mode) {
+  switch (mode) {
+    case pb::ATTACHMENT_MODE_UNSPECIFIED:
+      return AttachmentMode::kUnspecified;
+    case pb::ATTACHMENT_MODE_FILE_SYSTEM:
+      return AttachmentMode::kFileSystem;
+    case pb::ATTACHMENT_MODE_BLOCK_DEVICE:
+      return AttachmentMode::kBlockDevice;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("usage.attachment_mode: unknown value ", static_cast<int>(mode)));
+  }
+}
+
+pb::AttachmentMode AttachmentToProto(AttachmentMode mode) {
+  switch (mode) {
+    case AttachmentMode::kFileSystem:
+      return pb::ATTACHMENT_MODE_FILE_SYSTEM;
+    case AttachmentMode::kBlockDevice:
+      return pb::ATTACHMENT_MODE_BLOCK_DEVICE;
+    case AttachmentMode::kUnspecified:
+      break;
+  }
+  return pb::ATTACHMENT_MODE_UNSPECIFIED;
+}
+
+absl::StatusOr<AccessMode> AccessFromProto(pb::AccessMode mode) {
+  switch (mode) {
+    case pb::ACCESS_MODE_UNSPECIFIED:
+      return AccessMode::kUnspecified;
+    case pb::ACCESS_MODE_SINGLE_NODE_READER_ONLY:
+      return AccessMode::kSingleNodeReaderOnly;
+    case pb::ACCESS_MODE_SINGLE_NODE_WRITER:
+      return AccessMode::kSingleNodeWriter;
+    case pb::ACCESS_MODE_MULTI_NODE_READER_ONLY:
+      return AccessMode::kMultiNodeReaderOnly;
+    case pb::ACCESS_MODE_MULTI_NODE_SINGLE_WRITER:
+      return AccessMode::kMultiNodeSingleWriter;
+    case pb::ACCESS_MODE_MULTI_NODE_MULTI_WRITER:
+      return AccessMode::kMultiNodeMultiWriter;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("usage.access_mode: unknown value ", static_cast<int>(mode)));
+  }
+}
+
+pb::AccessMode AccessToProto(AccessMode mode) {
+  switch (mode) {
+    case AccessMode::kSingleNodeReaderOnly:
+      return pb::ACCESS_MODE_SINGLE_NODE_READER_ONLY;
+    case AccessMode::kSingleNodeWriter:
+      return pb::ACCESS_MODE_SINGLE_NODE_WRITER;
+    case AccessMode::kMultiNodeReaderOnly:
+      return pb::ACCESS_MODE_MULTI_NODE_READER_ONLY;
+    case AccessMode::kMultiNodeSingleWriter:
+      return pb::ACCESS_MODE_MULTI_NODE_SINGLE_WRITER;
+    case AccessMode::kMultiNodeMultiWriter:
+      return pb::ACCESS_MODE_MULTI_NODE_MULTI_WRITER;
+    case AccessMode::kUnspecified:
+      break;
+  }
+  return pb::ACCESS_MODE_UNSPECIFIED;
+}
+
+template <typename ProtoMap>
+std::map<std::string, std::string> ToStdMap(const ProtoMap& in) {
+  return std::map<std::string, std::string>(in.begin(), in.end());
+}
+
+}  // namespace
+
+pb::PluginType ToProto(PluginType type) {
+  switch (type) {
+    case PluginType::kNode:
+      return pb::PLUGIN_TYPE_NODE;
+    case PluginType::kController:
+      return pb::PLUGIN_TYPE_CONTROLLER;
+    case PluginType::kMonolith:
+      return pb::PLUGIN_TYPE_MONOLITH;
+  }
+  return pb::PLUGIN_TYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<std::optional<PluginType>> FromProto(pb::PluginType type) {
+  switch (type) {
+    case pb::PLUGIN_TYPE_UNSPECIFIED:
+      return std::optional<PluginType>();
+    case pb::PLUGIN_TYPE_NODE:
+      return std::optional<PluginType>(PluginType::kNode);
+    case pb::PLUGIN_TYPE_CONTROLLER:
+      return std::optional<PluginType>(PluginType::kController);
+    case pb::PLUGIN_TYPE_MONOLITH:
+      return std::optional<PluginType>(PluginType::kMonolith);
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("type: unknown plugin type ", static_cast<int>(type)));
+  }
+}
+
+pb::Plugin ToProto(const PluginStatus& status) {
+  pb::Plugin out;
+  const PluginRecord& record = status.record;
+  out.set_name(record.name);
+  out.set_type(ToProto(record.type));
+  out.set_endpoint(record.endpoint);
+  if (record.restored) {
+    out.set_source(pb::PLUGIN_SOURCE_RESTORED);
+  } else {
+    out.set_source(record.origin == PluginOrigin::kStatic ? pb::PLUGIN_SOURCE_STATIC
+                                                          : pb::PLUGIN_SOURCE_REGISTRATION_DIR);
+  }
+  out.set_healthy(status.healthy);
+  out.set_health_reason(status.health_reason);
+  out.set_last_fingerprint_unix_ms(UnixMillis(status.last_update));
+  out.set_vendor_version(status.vendor_version);
+  for (const std::string& c : status.plugin_capabilities) out.add_plugin_capabilities(c);
+  for (const std::string& c : status.node_capabilities) out.add_node_capabilities(c);
+  for (const std::string& c : status.controller_capabilities) out.add_controller_capabilities(c);
+  out.set_node_id(status.node_id);
+  out.set_max_volumes(status.max_volumes);
+  for (const auto& [key, value] : status.topology) {
+    (*out.mutable_accessible_topology()->mutable_segments())[key] = value;
+  }
+  for (const std::string& v : record.supported_versions) out.add_supported_versions(v);
+  return out;
+}
+
+pb::Usage ToProto(const VolumeUsage& usage) {
+  pb::Usage out;
+  out.set_read_only(usage.read_only);
+  out.set_attachment_mode(AttachmentToProto(usage.attachment_mode));
+  out.set_access_mode(AccessToProto(usage.access_mode));
+  out.set_fs_type(usage.fs_type);
+  for (const std::string& flag : usage.mount_flags) out.add_mount_flags(flag);
+  return out;
+}
+
+absl::StatusOr<VolumeUsage> FromProto(const pb::Usage& usage) {
+  VolumeUsage out;
+  out.read_only = usage.read_only();
+  absl::StatusOr<AttachmentMode> attachment = AttachmentFromProto(usage.attachment_mode());
+  if (!attachment.ok()) return attachment.status();
+  out.attachment_mode = *attachment;
+  absl::StatusOr<AccessMode> access = AccessFromProto(usage.access_mode());
+  if (!access.ok()) return access.status();
+  out.access_mode = *access;
+  out.fs_type = usage.fs_type();
+  out.mount_flags.assign(usage.mount_flags().begin(), usage.mount_flags().end());
+  return out;
+}
+
+pb::MountInfo ToProto(const MountInfo& mount) {
+  pb::MountInfo out;
+  out.set_source(mount.source);
+  out.set_target(mount.target);
+  out.set_staged(mount.staged);
+  return out;
+}
+
+MountInfo FromProto(const pb::MountInfo& mount) {
+  MountInfo out;
+  out.source = mount.source();
+  out.target = mount.target();
+  out.staged = mount.staged();
+  return out;
+}
+
+pb::Claim ToProto(const Claim& claim) {
+  pb::Claim out;
+  out.set_plugin(claim.plugin);
+  out.set_namespace_(claim.namespace_);
+  out.set_volume_id(claim.volume_id);
+  out.set_remote_id(claim.remote_id);
+  out.set_alloc_id(claim.alloc_id);
+  *out.mutable_usage() = ToProto(claim.usage);
+  *out.mutable_mount() = ToProto(claim.mount);
+  out.set_created_unix_ms(UnixMillis(claim.created_at));
+  out.set_state(std::string(ClaimStateName(claim.state)));
+  return out;
+}
+
+pb::NodeInfo ToProto(const NodeInfo& info) {
+  pb::NodeInfo out;
+  out.set_node_name(info.node_name);
+  for (const NodeInfo::Driver& driver : info.drivers) {
+    pb::NodeInfo::Driver* d = out.add_drivers();
+    d->set_name(driver.name);
+    d->set_node_id(driver.node_id);
+    for (const std::string& key : driver.topology_keys) d->add_topology_keys(key);
+    d->set_allocatable_count(driver.allocatable_count);
+    d->set_available(driver.available);
+    d->set_status(driver.status);
+  }
+  return out;
+}
+
+absl::StatusOr<MountRequest> FromProto(const pb::MountVolumeRequest& request) {
+  MountRequest out;
+  out.namespace_ = request.namespace_();
+  out.volume_id = request.volume_id();
+  out.remote_id = request.remote_id();
+  out.alloc_id = request.alloc_id();
+  absl::StatusOr<VolumeUsage> usage = FromProto(request.usage());
+  if (!usage.ok()) return usage.status();
+  out.usage = *std::move(usage);
+  out.publish_context = ToStdMap(request.publish_context());
+  out.volume_context = ToStdMap(request.volume_context());
+  out.secrets = ToStdMap(request.secrets());
+  return out;
+}
+
+absl::StatusOr<UnmountRequest> FromProto(const pb::UnmountVolumeRequest& request) {
+  UnmountRequest out;
+  out.namespace_ = request.namespace_();
+  out.volume_id = request.volume_id();
+  out.remote_id = request.remote_id();
+  out.alloc_id = request.alloc_id();
+  absl::StatusOr<VolumeUsage> usage = FromProto(request.usage());
+  if (!usage.ok()) return usage.status();
+  out.usage = *std::move(usage);
+  return out;
+}
+
+}  // namespace lustre_csi::csimanager

@@ -1,0 +1,99 @@
+#include "pkg/csimanager/manager_service.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/time/clock.h"
+#include "pkg/csimanager/grpc_status.h"
+
+namespace lustre_csi::csimanager {
+namespace {
+
+grpc::Status RequireNonEmpty(const std::string& value, const char* field) {
+  if (!value.empty()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(field) + " is empty");
+}
+
+}  // namespace
+
+ManagerService::ManagerService(Manager* manager) : manager_(manager) {}
+
+grpc::Status ManagerService::ListPlugins(Context*, const pb::ListPluginsRequest* request,
+                                         pb::ListPluginsResponse* response) {
+  absl::StatusOr<std::optional<PluginType>> type = FromProto(request->type());
+  if (!type.ok()) return ToGrpc(type.status());
+  for (const PluginStatus& status : manager_->ListPlugins(*type)) {
+    *response->add_plugins() = ToProto(status);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ManagerService::WaitForPlugin(Context* context,
+                                           const pb::WaitForPluginRequest* request,
+                                           pb::Plugin* response) {
+  if (grpc::Status s = RequireNonEmpty(request->name(), "name"); !s.ok()) return s;
+  absl::StatusOr<std::optional<PluginType>> type = FromProto(request->type());
+  if (!type.ok()) return ToGrpc(type.status());
+  absl::Time deadline =
+      absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request->timeout_ms()));
+  deadline = std::min(deadline, absl::FromChrono(context->deadline()));
+  absl::StatusOr<PluginStatus> status =
+      manager_->WaitForPlugin(type->value_or(PluginType::kNode), request->name(), deadline);
+  if (!status.ok()) return ToGrpc(status.status());
+  *response = ToProto(*status);
+  return grpc::Status::OK;
+}
+
+grpc::Status ManagerService::MountVolume(Context*, const pb::MountVolumeRequest* request,
+                                         pb::MountVolumeResponse* response) {
+  if (grpc::Status s = RequireNonEmpty(request->plugin(), "plugin"); !s.ok()) return s;
+  absl::StatusOr<MountRequest> mount = FromProto(*request);
+  if (!mount.ok()) return ToGrpc(mount.status());
+  absl::StatusOr<MountInfo> info = manager_->MountVolume(request->plugin(), *mount);
+  if (!info.ok()) return ToGrpc(info.status());
+  *response->mutable_mount() = ToProto(*info);
+  return grpc::Status::OK;
+}
+
+grpc::Status ManagerService::UnmountVolume(Context*, const pb::UnmountVolumeRequest* request,
+                                           pb::UnmountVolumeResponse* response) {
+  if (grpc::Status s = RequireNonEmpty(request->plugin(), "plugin"); !s.ok()) return s;
+  absl::StatusOr<UnmountRequest> unmount = FromProto(*request);
+  if (!unmount.ok()) return ToGrpc(unmount.status());
+  absl::StatusOr<UnmountResult> result = manager_->UnmountVolume(request->plugin(), *unmount);
+  if (!result.ok()) return ToGrpc(result.status());
+  response->set_unstaged(result->unstaged);
+  return grpc::Status::OK;
+}
+
+grpc::Status ManagerService::HasMount(Context*, const pb::HasMountRequest* request,
+                                      pb::HasMountResponse* response) {
+  absl::StatusOr<bool> mounted = manager_->HasMount(request->plugin(), FromProto(request->mount()));
+  if (!mounted.ok()) return ToGrpc(mounted.status());
+  response->set_mounted(*mounted);
+  return grpc::Status::OK;
+}
+
+grpc::Status ManagerService::ListClaims(Context*, const pb::ListClaimsRequest* request,
+                                        pb::ListClaimsResponse* response) {
+  for (const Claim& claim : manager_->ListClaims(request->plugin())) {
+    *response->add_claims() = ToProto(claim);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ManagerService::GetNodeInfo(Context*, const pb::GetNodeInfoRequest*,
+                                         pb::NodeInfo* response) {
+  *response = ToProto(manager_->GetNodeInfo());
+  return grpc::Status::OK;
+}
+
+grpc::Status ManagerService::Drain(Context*, const pb::DrainRequest*, pb::DrainResponse* response) {
+  absl::StatusOr<DrainResult> result = manager_->Drain();
+  if (!result.ok()) return ToGrpc(result.status());
+  response->set_unmounted(result->unmounted);
+  for (const std::string& error : result->errors) response->add_errors(error);
+  return grpc::Status::OK;
+}
+
+}  // namespace lustre_csi::csimanager

@@ -1,0 +1,270 @@
+#include "pkg/csimanager/registration_watcher.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pkg/csimanager/fake_clock.h"
+#include "pkg/csimanager/fake_plugin.h"
+#include "pkg/csimanager/test_util.h"
+
+namespace lustre_csi::csimanager {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using Phase = RegistrationWatcher::SocketState::Phase;
+
+class RegistrationWatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    reg_dir_ = dir_.Sub("plugins_registry");
+    ASSERT_EQ(::mkdir(reg_dir_.c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir(dir_.Sub("plugins").c_str(), 0755), 0);
+    absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(dir_.Sub("state.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    registry_ = std::make_unique<Registry>(store_.get(), &clock_);
+  }
+
+  void TearDown() override {
+    if (watcher_) watcher_->Stop();
+    plugins_.clear();
+  }
+
+  // A plugin whose registrar listens in the registration directory and whose
+  // CSI socket lives elsewhere, like a node-driver-registrar sidecar.
+  testing::FakePlugin* AddPlugin(const std::string& name,
+                                 std::function<void(testing::FakePluginConfig&)> tweak = {}) {
+    testing::FakePluginConfig config;
+    config.name = name;
+    config.registration_endpoint = CsiSocket(name);
+    config.supported_versions = {"1.0.0", "1.5.0"};
+    if (tweak) tweak(config);
+    plugins_[name] = testing::FakePlugin::Start({RegSocket(name), CsiSocket(name)}, config);
+    return plugins_[name].get();
+  }
+
+  std::string RegSocket(const std::string& name) { return reg_dir_ + "/" + name + "-reg.sock"; }
+  std::string CsiSocket(const std::string& name) { return dir_.Sub("plugins/" + name + ".sock"); }
+
+  void StartWatcher() {
+    RegistrationWatcherOptions options;
+    options.directory = reg_dir_;
+    options.call_timeout = absl::Seconds(30);
+    options.retry_interval = absl::Milliseconds(10);
+    watcher_ = std::make_unique<RegistrationWatcher>(registry_.get(), options);
+    ASSERT_TRUE(watcher_->Start().ok());
+  }
+
+  // Polls until `done` holds (a guard against hangs, not a measurement).
+  bool Eventually(const std::function<bool()>& done) {
+    absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (!done()) {
+      if (absl::Now() > give_up) return false;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    return true;
+  }
+
+  bool Registered(const std::string& id) { return registry_->Get(id).has_value(); }
+
+  Phase PhaseOf(const std::string& path) {
+    auto sockets = watcher_->Sockets();
+    auto it = sockets.find(path);
+    return it == sockets.end() ? Phase::kPending : it->second.phase;
+  }
+
+  testing::TempDir dir_;
+  std::string reg_dir_;
+  FakeClock clock_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<Registry> registry_;
+  std::map<std::string, std::unique_ptr<testing::FakePlugin>> plugins_;
+  std::unique_ptr<RegistrationWatcher> watcher_;
+};
+
+TEST_F(RegistrationWatcherTest, FindsExistingSocketsAtStart) {
+  testing::FakePlugin* plugin = AddPlugin("early.csi.test");
+  StartWatcher();
+  ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
+  EXPECT_TRUE(plugin->RegistrationStatuses()[0].plugin_registered());
+  EXPECT_EQ(plugin->RegistrationStatuses()[0].error(), "");
+  std::optional<PluginRecord> record = registry_->Get(RegSocket("early.csi.test"));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->name, "early.csi.test");
+  EXPECT_EQ(record->type, PluginType::kNode);
+  EXPECT_EQ(record->origin, PluginOrigin::kRegistrationDir);
+  EXPECT_EQ(record->endpoint, CsiSocket("early.csi.test"));
+  EXPECT_THAT(record->supported_versions, ElementsAre("1.0.0", "1.5.0"));
+  struct stat st;
+  ASSERT_EQ(::lstat(RegSocket("early.csi.test").c_str(), &st), 0);
+  EXPECT_EQ(record->registered_at, absl::TimeFromTimespec(st.st_mtim));
+  EXPECT_TRUE(
+      Eventually([&] { return PhaseOf(RegSocket("early.csi.test")) == Phase::kRegistered; }));
+  // Persisted through the registry.
+  EXPECT_EQ(store_->ListPlugins()->size(), 1u);
+}
+
+TEST_F(RegistrationWatcherTest, NewSocketsRegisterAndRemovedOnesDeregister) {
+  StartWatcher();
+  testing::FakePlugin* plugin = AddPlugin("late.csi.test");
+  ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
+  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("late.csi.test")); }));
+  EXPECT_EQ(registry_->Active("late.csi.test", PluginType::kNode)->endpoint,
+            CsiSocket("late.csi.test"));
+  plugin->Stop();  // removes its sockets
+  ASSERT_TRUE(Eventually([&] { return !Registered(RegSocket("late.csi.test")); }));
+  EXPECT_THAT(*store_->ListPlugins(), IsEmpty());
+  EXPECT_TRUE(watcher_->Sockets().empty());
+}
+
+TEST_F(RegistrationWatcherTest, EmptyEndpointMeansTheRegistrationSocket) {
+  AddPlugin("one.csi.test", [](testing::FakePluginConfig& c) { c.registration_endpoint = ""; });
+  StartWatcher();
+  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("one.csi.test")); }));
+  EXPECT_EQ(registry_->Get(RegSocket("one.csi.test"))->endpoint, RegSocket("one.csi.test"));
+}
+
+struct RejectCase {
+  std::string name;
+  std::function<void(testing::FakePluginConfig&)> tweak;
+  std::string error;
+};
+
+class RegistrationRejectTest : public RegistrationWatcherTest,
+                               public ::testing::WithParamInterface<RejectCase> {};
+
+TEST_P(RegistrationRejectTest, TellsThePluginWhy) {
+  testing::FakePlugin* plugin = AddPlugin("bad.csi.test", GetParam().tweak);
+  StartWatcher();
+  ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
+  pluginregistration::RegistrationStatus status = plugin->RegistrationStatuses()[0];
+  EXPECT_FALSE(status.plugin_registered());
+  EXPECT_THAT(status.error(), HasSubstr(GetParam().error));
+  EXPECT_TRUE(registry_->List().empty());
+  ASSERT_TRUE(Eventually([&] { return PhaseOf(RegSocket("bad.csi.test")) == Phase::kRejected; }));
+  // Not asked again.
+  EXPECT_EQ(plugin->Calls("GetInfo"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, RegistrationRejectTest,
+    ::testing::Values(
+        RejectCase{"DevicePlugin",
+                   [](testing::FakePluginConfig& c) { c.registration_type = "DevicePlugin"; },
+                   "unsupported plugin type \"DevicePlugin\""},
+        RejectCase{"NoV1",
+                   [](testing::FakePluginConfig& c) {
+                     c.supported_versions = {"0.3.0", "2.0"};
+                   },
+                   "is a CSI 1.x version"},
+        RejectCase{"NoVersions", [](testing::FakePluginConfig& c) { c.supported_versions = {}; },
+                   "is a CSI 1.x version"},
+        RejectCase{"BadName",
+                   [](testing::FakePluginConfig& c) { c.registration_name = "bad name!"; },
+                   "invalid plugin name"},
+        RejectCase{
+            "TcpEndpoint",
+            [](testing::FakePluginConfig& c) { c.registration_endpoint = "tcp://1.2.3.4:5"; },
+            "not a unix socket"}),
+    [](const ::testing::TestParamInfo<RejectCase>& info) { return info.param.name; });
+
+TEST_F(RegistrationWatcherTest, UnansweredSocketsAreRetried) {
+  testing::FakePlugin* plugin = AddPlugin("slow.csi.test");
+  plugin->FailNext("GetInfo", grpc::Status(grpc::StatusCode::UNAVAILABLE, "starting"), 2);
+  StartWatcher();
+  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("slow.csi.test")); }));
+  EXPECT_EQ(plugin->Calls("GetInfo"), 3);
+  EXPECT_EQ(watcher_->Sockets()[RegSocket("slow.csi.test")].attempts, 3);
+}
+
+TEST_F(RegistrationWatcherTest, IgnoresFilesThatAreNotSockets) {
+  ASSERT_TRUE(testing::WriteFile(reg_dir_ + "/plain.sock", "not a socket").ok());
+  testing::FakePlugin* plugin = AddPlugin("real.csi.test");
+  // A socket without the .sock suffix is ignored too.
+  testing::FakePluginConfig config;
+  config.name = "unsuffixed.csi.test";
+  auto unsuffixed = testing::FakePlugin::Start({reg_dir_ + "/unsuffixed.socket"}, config);
+  StartWatcher();
+  ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
+  EXPECT_THAT(watcher_->Sockets(), ::testing::SizeIs(1));
+  EXPECT_EQ(unsuffixed->Calls("GetInfo"), 0);
+}
+
+TEST_F(RegistrationWatcherTest, HungRegistrarDoesNotBlockOthers) {
+  testing::FakePlugin* hung = AddPlugin("hung.csi.test");
+  hung->SetHang("GetInfo", true);
+  StartWatcher();
+  ASSERT_TRUE(hung->AwaitCalls("GetInfo", 1));
+  testing::FakePlugin* good = AddPlugin("good.csi.test");
+  ASSERT_TRUE(good->AwaitRegistrationStatuses(1));
+  EXPECT_TRUE(Registered(RegSocket("good.csi.test")));
+  EXPECT_FALSE(Registered(RegSocket("hung.csi.test")));
+  // Stop cancels the hung call rather than waiting for its deadline.
+  watcher_->Stop();
+  hung->SetHang("GetInfo", false);
+}
+
+TEST_F(RegistrationWatcherTest, UpgradeOverlapResolvesToNewestSocket) {
+  AddPlugin("p.csi.test",
+            [&](testing::FakePluginConfig& c) { c.registration_name = "p.csi.test"; });
+  StartWatcher();
+  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("p.csi.test")); }));
+  // The new version's registrar appears under another socket name.
+  testing::FakePluginConfig config;
+  config.name = "p.csi.test";
+  config.registration_endpoint = CsiSocket("p-v2");
+  absl::SleepFor(absl::Milliseconds(20));  // distinct socket times
+  auto v2 = testing::FakePlugin::Start({reg_dir_ + "/p-v2-reg.sock", CsiSocket("p-v2")}, config);
+  ASSERT_TRUE(Eventually([&] { return Registered(reg_dir_ + "/p-v2-reg.sock"); }));
+  EXPECT_EQ(registry_->Active("p.csi.test", PluginType::kNode)->endpoint, CsiSocket("p-v2"));
+  // The old one leaves; the new one stays active.
+  plugins_["p.csi.test"]->Stop();
+  ASSERT_TRUE(Eventually([&] { return !Registered(RegSocket("p.csi.test")); }));
+  EXPECT_EQ(registry_->Active("p.csi.test", PluginType::kNode)->endpoint, CsiSocket("p-v2"));
+  v2->Stop();
+}
+
+TEST_F(RegistrationWatcherTest, RestartForgetsRegistrationsWhoseSocketIsGone) {
+  AddPlugin("stays.csi.test");
+  AddPlugin("goes.csi.test");
+  StartWatcher();
+  ASSERT_TRUE(Eventually([&] {
+    return Registered(RegSocket("stays.csi.test")) && Registered(RegSocket("goes.csi.test"));
+  }));
+  watcher_->Stop();
+  watcher_.reset();
+  plugins_["goes.csi.test"]->Stop();  // vanishes while the manager is down
+
+  registry_ = std::make_unique<Registry>(store_.get(), &clock_);
+  ASSERT_TRUE(registry_->Restore().ok());
+  EXPECT_EQ(registry_->List().size(), 2u);
+  StartWatcher();
+  EXPECT_FALSE(Registered(RegSocket("goes.csi.test")));
+  ASSERT_TRUE(Eventually([&] {
+    std::optional<PluginRecord> r = registry_->Get(RegSocket("stays.csi.test"));
+    return r.has_value() && !r->restored;
+  }));
+  EXPECT_EQ(store_->ListPlugins()->size(), 1u);
+}
+
+TEST_F(RegistrationWatcherTest, MissingDirectoryIsAnError) {
+  RegistrationWatcherOptions options;
+  options.directory = dir_.Sub("nope");
+  RegistrationWatcher watcher(registry_.get(), options);
+  absl::Status status = watcher.Start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("does not exist"));
+}
+
+}  // namespace
+}  // namespace lustre_csi::csimanager

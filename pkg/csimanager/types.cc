@@ -1,0 +1,187 @@
+#include "pkg/csimanager/types.h"
+
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace lustre_csi::csimanager {
+
+absl::string_view PluginTypeName(PluginType type) {
+  switch (type) {
+    case PluginType::kNode:
+      return "node";
+    case PluginType::kController:
+      return "controller";
+    case PluginType::kMonolith:
+      return "monolith";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<PluginType> ParsePluginType(absl::string_view name) {
+  std::string lower = absl::AsciiStrToLower(name);
+  for (PluginType type : {PluginType::kNode, PluginType::kController, PluginType::kMonolith}) {
+    if (lower == PluginTypeName(type)) return type;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown plugin type \"", name, "\": want node, controller or monolith"));
+}
+
+bool ServesNode(PluginType type) {
+  return type == PluginType::kNode || type == PluginType::kMonolith;
+}
+
+bool ServesController(PluginType type) {
+  return type == PluginType::kController || type == PluginType::kMonolith;
+}
+
+bool Serves(PluginType type, PluginType wanted) {
+  switch (wanted) {
+    case PluginType::kNode:
+      return ServesNode(type);
+    case PluginType::kController:
+      return ServesController(type);
+    case PluginType::kMonolith:
+      return type == PluginType::kMonolith;
+  }
+  return false;
+}
+
+absl::string_view PluginOriginName(PluginOrigin origin) {
+  switch (origin) {
+    case PluginOrigin::kRegistrationDir:
+      return "registration-dir";
+    case PluginOrigin::kStatic:
+      return "static";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<PluginOrigin> ParsePluginOrigin(absl::string_view name) {
+  for (PluginOrigin origin : {PluginOrigin::kRegistrationDir, PluginOrigin::kStatic}) {
+    if (name == PluginOriginName(origin)) return origin;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown plugin origin \"", name, "\""));
+}
+
+bool PluginRecord::operator==(const PluginRecord& o) const {
+  return std::tie(id, name, type, endpoint, origin, restored, supported_versions, registered_at) ==
+         std::tie(o.id, o.name, o.type, o.endpoint, o.origin, o.restored, o.supported_versions,
+                  o.registered_at);
+}
+
+std::string StaticPluginId(PluginType type, absl::string_view name) {
+  return absl::StrCat("static:", PluginTypeName(type), ":", name);
+}
+
+absl::string_view AttachmentModeName(AttachmentMode mode) {
+  switch (mode) {
+    case AttachmentMode::kFileSystem:
+      return "file-system";
+    case AttachmentMode::kBlockDevice:
+      return "block-device";
+    case AttachmentMode::kUnspecified:
+      break;
+  }
+  return "";
+}
+
+absl::string_view AccessModeName(AccessMode mode) {
+  switch (mode) {
+    case AccessMode::kSingleNodeReaderOnly:
+      return "single-node-reader-only";
+    case AccessMode::kSingleNodeWriter:
+      return "single-node-writer";
+    case AccessMode::kMultiNodeReaderOnly:
+      return "multi-node-reader-only";
+    case AccessMode::kMultiNodeSingleWriter:
+      return "multi-node-single-writer";
+    case AccessMode::kMultiNodeMultiWriter:
+      return "multi-node-multi-writer";
+    case AccessMode::kUnspecified:
+      break;
+  }
+  return "";
+}
+
+absl::StatusOr<AttachmentMode> ParseAttachmentMode(absl::string_view name) {
+  for (AttachmentMode mode : {AttachmentMode::kFileSystem, AttachmentMode::kBlockDevice}) {
+    if (name == AttachmentModeName(mode)) return mode;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown attachment mode \"", name, "\": want file-system or block-device"));
+}
+
+absl::StatusOr<AccessMode> ParseAccessMode(absl::string_view name) {
+  for (AccessMode mode : {AccessMode::kSingleNodeReaderOnly, AccessMode::kSingleNodeWriter,
+                          AccessMode::kMultiNodeReaderOnly, AccessMode::kMultiNodeSingleWriter,
+                          AccessMode::kMultiNodeMultiWriter}) {
+    if (name == AccessModeName(mode)) return mode;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown access mode \"", name, "\""));
+}
+
+bool VolumeUsage::operator==(const VolumeUsage& o) const {
+  return std::tie(read_only, attachment_mode, access_mode, fs_type, mount_flags) ==
+         std::tie(o.read_only, o.attachment_mode, o.access_mode, o.fs_type, o.mount_flags);
+}
+
+absl::StatusOr<std::string> UsageName(const VolumeUsage& usage) {
+  if (usage.attachment_mode == AttachmentMode::kUnspecified) {
+    return absl::InvalidArgumentError("usage has no attachment mode");
+  }
+  if (usage.access_mode == AccessMode::kUnspecified) {
+    return absl::InvalidArgumentError("usage has no access mode");
+  }
+  return absl::StrCat(usage.read_only ? "ro-" : "rw-", AttachmentModeName(usage.attachment_mode),
+                      "-", AccessModeName(usage.access_mode));
+}
+
+bool MountInfo::operator==(const MountInfo& o) const {
+  return std::tie(source, target, staged) == std::tie(o.source, o.target, o.staged);
+}
+
+absl::string_view ClaimStateName(ClaimState state) {
+  switch (state) {
+    case ClaimState::kMounting:
+      return "mounting";
+    case ClaimState::kMounted:
+      return "mounted";
+    case ClaimState::kUnpublished:
+      return "unpublished";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<ClaimState> ParseClaimState(absl::string_view name) {
+  for (ClaimState state : {ClaimState::kMounting, ClaimState::kMounted, ClaimState::kUnpublished}) {
+    if (name == ClaimStateName(state)) return state;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown claim state \"", name, "\""));
+}
+
+bool Claim::operator==(const Claim& o) const {
+  return std::tie(plugin, namespace_, volume_id, remote_id, alloc_id, usage, mount, state,
+                  created_at) == std::tie(o.plugin, o.namespace_, o.volume_id, o.remote_id,
+                                          o.alloc_id, o.usage, o.mount, o.state, o.created_at);
+}
+
+bool ClaimKey::operator==(const ClaimKey& o) const {
+  return std::tie(plugin, namespace_, volume_id, alloc_id, usage) ==
+         std::tie(o.plugin, o.namespace_, o.volume_id, o.alloc_id, o.usage);
+}
+
+bool ClaimKey::operator<(const ClaimKey& o) const {
+  return std::tie(plugin, namespace_, volume_id, alloc_id, usage) <
+         std::tie(o.plugin, o.namespace_, o.volume_id, o.alloc_id, o.usage);
+}
+
+absl::StatusOr<ClaimKey> KeyOf(const Claim& claim) {
+  absl::StatusOr<std::string> usage = UsageName(claim.usage);
+  if (!usage.ok()) return usage.status();
+  return ClaimKey{claim.plugin, claim.namespace_, claim.volume_id, claim.alloc_id, *usage};
+}
+
+}  // namespace lustre_csi::csimanager

@@ -1,0 +1,604 @@
+#include "pkg/csimanager/volume_manager.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "pkg/csimanager/path_segment.h"
+
+namespace lustre_csi::csimanager {
+namespace {
+
+csi::v1::VolumeCapability ToCapability(const VolumeUsage& usage) {
+  csi::v1::VolumeCapability capability;
+  if (usage.attachment_mode == AttachmentMode::kBlockDevice) {
+    capability.mutable_block();
+  } else {
+    csi::v1::VolumeCapability::MountVolume* mount = capability.mutable_mount();
+    mount->set_fs_type(usage.fs_type);
+    for (const std::string& flag : usage.mount_flags) mount->add_mount_flags(flag);
+  }
+  using Mode = csi::v1::VolumeCapability::AccessMode;
+  Mode::Mode mode = Mode::UNKNOWN;
+  switch (usage.access_mode) {
+    case AccessMode::kSingleNodeReaderOnly:
+      mode = Mode::SINGLE_NODE_READER_ONLY;
+      break;
+    case AccessMode::kSingleNodeWriter:
+      mode = Mode::SINGLE_NODE_WRITER;
+      break;
+    case AccessMode::kMultiNodeReaderOnly:
+      mode = Mode::MULTI_NODE_READER_ONLY;
+      break;
+    case AccessMode::kMultiNodeSingleWriter:
+      mode = Mode::MULTI_NODE_SINGLE_WRITER;
+      break;
+    case AccessMode::kMultiNodeMultiWriter:
+      mode = Mode::MULTI_NODE_MULTI_WRITER;
+      break;
+    case AccessMode::kUnspecified:
+      break;
+  }
+  capability.mutable_access_mode()->set_mode(mode);
+  return capability;
+}
+
+std::string Describe(const ClaimKey& key) {
+  return absl::StrCat("volume ", key.namespace_, "/", key.volume_id, " of alloc ", key.alloc_id,
+                      " (", key.usage, ")");
+}
+
+std::string Dirname(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+absl::Status IgnoreNotFound(absl::Status status) {
+  return status.code() == absl::StatusCode::kNotFound ? absl::OkStatus() : status;
+}
+
+absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
+}
+
+template <typename Map>
+google::protobuf::Map<std::string, std::string> ToProtoMap(const Map& in) {
+  google::protobuf::Map<std::string, std::string> out;
+  for (const auto& [k, v] : in) out[k] = v;
+  return out;
+}
+
+}  // namespace
+
+bool IsRetryable(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kResourceExhausted ||
+         code == absl::StatusCode::kAborted || code == absl::StatusCode::kDeadlineExceeded;
+}
+
+VolumeManager::VolumeManager(std::string plugin, VolumeManagerOptions options,
+                             InstanceResolver resolver, StateStore* store, MountInspector* mounts,
+                             Clock* clock, CancelToken* cancel)
+    : plugin_(std::move(plugin)),
+      options_(std::move(options)),
+      resolver_(std::move(resolver)),
+      store_(store),
+      mounts_(mounts),
+      clock_(clock),
+      cancel_(cancel) {}
+
+absl::StatusOr<std::string> VolumeManager::StagingPath(const std::string& namespace_,
+                                                       const std::string& volume_id,
+                                                       const std::string& usage) const {
+  absl::StatusOr<std::string> ns = EscapeSegment(namespace_, "namespace");
+  if (!ns.ok()) return ns.status();
+  absl::StatusOr<std::string> volume = EscapeSegment(volume_id, "volume id");
+  if (!volume.ok()) return volume.status();
+  absl::StatusOr<std::string> use = EscapeSegment(usage, "usage");
+  if (!use.ok()) return use.status();
+  return absl::StrCat(options_.root, "/staging/", *ns, "/", *volume, "/", *use);
+}
+
+absl::StatusOr<std::string> VolumeManager::VolumeKey(const std::string& namespace_,
+                                                     const std::string& volume_id) const {
+  absl::StatusOr<std::string> ns = EscapeSegment(namespace_, "namespace");
+  if (!ns.ok()) return ns.status();
+  absl::StatusOr<std::string> volume = EscapeSegment(volume_id, "volume id");
+  if (!volume.ok()) return volume.status();
+  return absl::StrCat(*ns, "/", *volume);
+}
+
+absl::StatusOr<std::string> VolumeManager::TargetPath(const std::string& alloc_id,
+                                                      const std::string& volume_id,
+                                                      const std::string& usage) const {
+  absl::StatusOr<std::string> alloc = EscapeSegment(alloc_id, "alloc id");
+  if (!alloc.ok()) return alloc.status();
+  absl::StatusOr<std::string> volume = EscapeSegment(volume_id, "volume id");
+  if (!volume.ok()) return volume.status();
+  absl::StatusOr<std::string> use = EscapeSegment(usage, "usage");
+  if (!use.ok()) return use.status();
+  return absl::StrCat(options_.root, "/per-alloc/", *alloc, "/", *volume, "/", *use);
+}
+
+absl::StatusOr<RestoreReport> VolumeManager::Restore() {
+  absl::StatusOr<std::vector<Claim>> stored = store_->ListClaims();
+  if (!stored.ok()) return stored.status();
+  RestoreReport report;
+  std::map<ClaimKey, Claim> mine;
+  for (Claim& claim : *stored) {
+    if (claim.plugin != plugin_) continue;
+    absl::StatusOr<ClaimKey> key = KeyOf(claim);
+    if (!key.ok()) return key.status();
+    std::string what = Describe(*key);
+    ++report.claims;
+    absl::StatusOr<bool> target_mounted = mounts_->IsMountPoint(claim.mount.target);
+    if (!target_mounted.ok()) {
+      report.problems.push_back(absl::StrCat(what, ": cannot check target ", claim.mount.target,
+                                             ": ", target_mounted.status().message()));
+    }
+    bool mounted = target_mounted.value_or(false);
+    switch (claim.state) {
+      case ClaimState::kMounted:
+        if (mounted) {
+          ++report.mounted;
+        } else if (target_mounted.ok()) {
+          report.problems.push_back(absl::StrCat(
+              what, ": target ", claim.mount.target,
+              " is not mounted; the claim is kept until the volume is unmounted or mounted again"));
+        }
+        break;
+      case ClaimState::kMounting:
+        ++report.interrupted;
+        report.problems.push_back(absl::StrCat(
+            what, ": a mount was interrupted (target ", mounted ? "mounted" : "not mounted",
+            "); the claim is kept until the volume is unmounted or mounted again"));
+        break;
+      case ClaimState::kUnpublished:
+        ++report.interrupted;
+        report.problems.push_back(absl::StrCat(what, ": unpublished but the unstage of ",
+                                               claim.mount.source,
+                                               " did not finish; the next unmount of the volume "
+                                               "finishes it"));
+        break;
+    }
+    if (claim.mount.staged && claim.state != ClaimState::kUnpublished) {
+      ++report.usage_counts[claim.mount.source];
+      if (claim.state == ClaimState::kMounted) {
+        absl::StatusOr<bool> staging_mounted = mounts_->IsMountPoint(claim.mount.source);
+        if (staging_mounted.ok() && !*staging_mounted) {
+          report.problems.push_back(
+              absl::StrCat(what, ": staging path ", claim.mount.source, " is not mounted"));
+        }
+      }
+    }
+    mine.emplace(*key, std::move(claim));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    claims_ = std::move(mine);
+    restore_report_ = report;
+  }
+  LOG(INFO) << "plugin " << plugin_ << ": restored " << report.claims << " claims ("
+            << report.mounted << " mounted, " << report.interrupted << " interrupted, "
+            << report.usage_counts.size() << " staging paths in use)";
+  for (const std::string& problem : report.problems) {
+    LOG(WARNING) << "plugin " << plugin_ << ": " << problem;
+  }
+  return report;
+}
+
+absl::StatusOr<std::shared_ptr<InstanceManager>> VolumeManager::Instance(bool require_healthy) {
+  std::shared_ptr<InstanceManager> instance = resolver_ ? resolver_() : nullptr;
+  if (instance == nullptr) {
+    return absl::UnavailableError(absl::StrCat("plugin ", plugin_, " is not registered"));
+  }
+  if (require_healthy) {
+    PluginStatus status = instance->Status();
+    if (!status.healthy || !status.fingerprinted) {
+      absl::Status health = instance->Fingerprint();
+      if (!health.ok()) return health;
+    }
+  }
+  return instance;
+}
+
+absl::Status VolumeManager::WithRetries(
+    absl::string_view what, const std::function<absl::Status(const CallOptions&)>& call) {
+  const RetryPolicy& retry = options_.retry;
+  absl::Duration backoff = retry.initial_backoff;
+  absl::Status status;
+  int attempt = 0;
+  while (true) {
+    ++attempt;
+    CallOptions options;
+    options.timeout = retry.per_attempt_timeout;
+    options.cancel = cancel_;
+    status = call(options);
+    if (status.ok() || !IsRetryable(status.code())) return status;
+    if (attempt >= retry.max_attempts || (cancel_ != nullptr && cancel_->cancelled())) break;
+    LOG(WARNING) << what << " failed (attempt " << attempt << " of " << retry.max_attempts
+                 << "), retrying in " << backoff << ": " << status;
+    if (!clock_->SleepFor(backoff, cancel_)) {
+      return absl::CancelledError(
+          absl::StrCat("cancelled while waiting to retry after: ", status.message()));
+    }
+    backoff = std::min(backoff * retry.multiplier, retry.max_backoff);
+  }
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), " (gave up after ", attempt, " attempts)"));
+}
+
+int VolumeManager::OtherUsers(const std::string& staging, const ClaimKey& self) {
+  absl::MutexLock lock(&mu_);
+  int users = 0;
+  for (const auto& [key, claim] : claims_) {
+    if (key == self || !claim.mount.staged || claim.mount.source != staging) continue;
+    if (claim.state != ClaimState::kUnpublished) ++users;
+  }
+  return users;
+}
+
+int VolumeManager::UsageCount(const std::string& namespace_, const std::string& volume_id,
+                              const std::string& usage) {
+  absl::StatusOr<std::string> staging = StagingPath(namespace_, volume_id, usage);
+  if (!staging.ok()) return 0;
+  return OtherUsers(*staging, ClaimKey());
+}
+
+absl::Status VolumeManager::SaveClaim(const Claim& claim) {
+  absl::StatusOr<ClaimKey> key = KeyOf(claim);
+  if (!key.ok()) return key.status();
+  absl::Status stored = store_->PutClaim(claim);
+  if (!stored.ok()) return stored;
+  absl::MutexLock lock(&mu_);
+  claims_[*key] = claim;
+  return absl::OkStatus();
+}
+
+absl::Status VolumeManager::DropClaims(const std::vector<ClaimKey>& keys) {
+  if (keys.empty()) return absl::OkStatus();
+  absl::Status stored = store_->DeleteClaims(keys);
+  if (!stored.ok()) return stored;
+  absl::MutexLock lock(&mu_);
+  for (const ClaimKey& key : keys) claims_.erase(key);
+  return absl::OkStatus();
+}
+
+void VolumeManager::RemoveDirs(const std::string& path, const std::string& stop_at) {
+  for (std::string dir = path; dir.size() > stop_at.size() && absl::StartsWith(dir, stop_at + "/");
+       dir = Dirname(dir)) {
+    absl::Status removed = mounts_->RemoveDir(dir);
+    if (!removed.ok()) {
+      VLOG(1) << "keeping " << dir << ": " << removed;
+      return;
+    }
+  }
+}
+
+absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKey& key) {
+  absl::StatusOr<bool> target_mounted = mounts_->IsMountPoint(claim.mount.target);
+  if (!target_mounted.ok() || *target_mounted) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the target ", claim.mount.target,
+                     " may be mounted; the claim is kept until the volume is unmounted"));
+  }
+  RemoveDirs(claim.mount.target, options_.root + "/per-alloc");
+  if (claim.mount.staged && OtherUsers(claim.mount.source, key) == 0) {
+    absl::StatusOr<bool> staging_mounted = mounts_->IsMountPoint(claim.mount.source);
+    if (!staging_mounted.ok() || *staging_mounted) {
+      absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
+      absl::Status unstaged = instance.status();
+      if (instance.ok()) {
+        absl::StatusOr<CsiClient*> client = (*instance)->Client();
+        unstaged = client.status();
+        if (client.ok()) {
+          csi::v1::NodeUnstageVolumeRequest request;
+          request.set_volume_id(claim.remote_id);
+          request.set_staging_target_path(claim.mount.source);
+          unstaged = IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
+            return (*client)->NodeUnstageVolume(request, o);
+          }));
+        }
+      }
+      if (!unstaged.ok()) {
+        return absl::Status(unstaged.code(),
+                            absl::StrCat("undoing the stage failed too (", unstaged.message(),
+                                         "); the claim is kept until the volume is unmounted"));
+      }
+    }
+    RemoveDirs(claim.mount.source, options_.root + "/staging");
+  }
+  return DropClaims({key});
+}
+
+absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request) {
+  if (request.remote_id.empty()) return absl::InvalidArgumentError("remote volume id is empty");
+  absl::StatusOr<std::string> usage = UsageName(request.usage);
+  if (!usage.ok()) return usage.status();
+  absl::StatusOr<std::string> staging = StagingPath(request.namespace_, request.volume_id, *usage);
+  if (!staging.ok()) return staging.status();
+  absl::StatusOr<std::string> target = TargetPath(request.alloc_id, request.volume_id, *usage);
+  if (!target.ok()) return target.status();
+  ClaimKey key{plugin_, request.namespace_, request.volume_id, request.alloc_id, *usage};
+  std::string what = Describe(key);
+
+  absl::StatusOr<std::string> volume_key = VolumeKey(request.namespace_, request.volume_id);
+  if (!volume_key.ok()) return volume_key.status();
+  KeyedQueue::Turn turn = queue_.Enter(*volume_key);
+
+  std::optional<Claim> existing;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = claims_.find(key);
+    if (it != claims_.end()) existing = it->second;
+  }
+  if (existing.has_value()) {
+    if (existing->remote_id != request.remote_id) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, " is already claimed with remote id \"", existing->remote_id,
+                       "\", not \"", request.remote_id, "\"; unmount it first"));
+    }
+    if (existing->state == ClaimState::kMounted) {
+      absl::StatusOr<bool> mounted = mounts_->IsMountPoint(existing->mount.target);
+      if (!mounted.ok()) return mounted.status();
+      if (*mounted) return existing->mount;
+    }
+  }
+
+  absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(true);
+  if (!instance.ok()) return Annotate(instance.status(), absl::StrCat("mounting ", what));
+  absl::StatusOr<CsiClient*> client = (*instance)->Client();
+  if (!client.ok()) return client.status();
+  bool staged = (*instance)->Status().stage_unstage;
+
+  Claim claim = existing.value_or(Claim());
+  claim.plugin = plugin_;
+  claim.namespace_ = request.namespace_;
+  claim.volume_id = request.volume_id;
+  claim.remote_id = request.remote_id;
+  claim.alloc_id = request.alloc_id;
+  claim.usage = request.usage;
+  claim.mount.staged = staged;
+  claim.mount.source = staged ? *staging : "";
+  claim.mount.target = *target;
+  claim.state = ClaimState::kMounting;
+  if (!existing.has_value()) claim.created_at = clock_->Now();
+  absl::Status saved = SaveClaim(claim);
+  if (!saved.ok()) return Annotate(saved, absl::StrCat("recording ", what));
+
+  csi::v1::VolumeCapability capability = ToCapability(request.usage);
+  absl::Status result;
+  if (staged) {
+    result = mounts_->MkdirAll(*staging, options_.dir_mode);
+    absl::StatusOr<bool> mounted = false;
+    if (result.ok()) {
+      mounted = mounts_->IsMountPoint(*staging);
+      result = mounted.status();
+    }
+    if (result.ok() && !*mounted) {
+      csi::v1::NodeStageVolumeRequest stage;
+      stage.set_volume_id(request.remote_id);
+      *stage.mutable_publish_context() = ToProtoMap(request.publish_context);
+      stage.set_staging_target_path(*staging);
+      *stage.mutable_volume_capability() = capability;
+      *stage.mutable_secrets() = ToProtoMap(request.secrets);
+      *stage.mutable_volume_context() = ToProtoMap(request.volume_context);
+      result = WithRetries("NodeStageVolume", [&](const CallOptions& o) {
+        return (*client)->NodeStageVolume(stage, o);
+      });
+    }
+  }
+  if (result.ok()) result = mounts_->MkdirAll(Dirname(*target), options_.dir_mode);
+  if (result.ok()) {
+    absl::StatusOr<bool> mounted = mounts_->IsMountPoint(*target);
+    result = mounted.status();
+    if (result.ok() && !*mounted) {
+      csi::v1::NodePublishVolumeRequest publish;
+      publish.set_volume_id(request.remote_id);
+      *publish.mutable_publish_context() = ToProtoMap(request.publish_context);
+      if (staged) publish.set_staging_target_path(*staging);
+      publish.set_target_path(*target);
+      *publish.mutable_volume_capability() = capability;
+      publish.set_readonly(request.usage.read_only);
+      *publish.mutable_secrets() = ToProtoMap(request.secrets);
+      *publish.mutable_volume_context() = ToProtoMap(request.volume_context);
+      result = WithRetries("NodePublishVolume", [&](const CallOptions& o) {
+        return (*client)->NodePublishVolume(publish, o);
+      });
+    }
+  }
+  if (!result.ok()) {
+    absl::Status cleanup = CleanUpFailedMount(claim, key);
+    std::string message = absl::StrCat("mounting ", what, ": ", result.message());
+    if (!cleanup.ok()) absl::StrAppend(&message, "; ", cleanup.message());
+    LOG(WARNING) << message;
+    return absl::Status(result.code(), message);
+  }
+  claim.state = ClaimState::kMounted;
+  saved = SaveClaim(claim);
+  if (!saved.ok()) return Annotate(saved, absl::StrCat("recording ", what));
+  LOG(INFO) << "mounted " << what << " at " << claim.mount.target
+            << (staged ? " (staged at " + claim.mount.source + ")" : "");
+  return claim.mount;
+}
+
+absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest& request) {
+  absl::StatusOr<std::string> usage = UsageName(request.usage);
+  if (!usage.ok()) return usage.status();
+  absl::StatusOr<std::string> staging_path =
+      StagingPath(request.namespace_, request.volume_id, *usage);
+  if (!staging_path.ok()) return staging_path.status();
+  absl::StatusOr<std::string> target_path = TargetPath(request.alloc_id, request.volume_id, *usage);
+  if (!target_path.ok()) return target_path.status();
+  ClaimKey key{plugin_, request.namespace_, request.volume_id, request.alloc_id, *usage};
+  std::string what = Describe(key);
+
+  absl::StatusOr<std::string> volume_key = VolumeKey(request.namespace_, request.volume_id);
+  if (!volume_key.ok()) return volume_key.status();
+  KeyedQueue::Turn turn = queue_.Enter(*volume_key);
+
+  std::optional<Claim> existing;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = claims_.find(key);
+    if (it != claims_.end()) existing = it->second;
+  }
+  const std::string target = existing ? existing->mount.target : *target_path;
+  const std::string staging =
+      existing ? existing->mount.source : *staging_path;  // empty when not staged
+  const std::string remote_id = existing ? existing->remote_id : request.remote_id;
+
+  auto client = [&]() -> absl::StatusOr<CsiClient*> {
+    absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
+    if (!instance.ok()) return instance.status();
+    return (*instance)->Client();
+  };
+
+  // Unpublish.
+  if (!existing || existing->state != ClaimState::kUnpublished) {
+    bool needed = existing.has_value();
+    if (!needed) {
+      absl::StatusOr<bool> mounted = mounts_->IsMountPoint(target);
+      if (!mounted.ok()) return mounted.status();
+      needed = *mounted;
+    }
+    if (needed) {
+      if (remote_id.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": ", target, " is mounted but there is no claim; the remote id is needed"));
+      }
+      absl::StatusOr<CsiClient*> c = client();
+      if (!c.ok()) return Annotate(c.status(), absl::StrCat("unmounting ", what));
+      csi::v1::NodeUnpublishVolumeRequest unpublish;
+      unpublish.set_volume_id(remote_id);
+      unpublish.set_target_path(target);
+      absl::Status result =
+          IgnoreNotFound(WithRetries("NodeUnpublishVolume", [&](const CallOptions& o) {
+            return (*c)->NodeUnpublishVolume(unpublish, o);
+          }));
+      if (!result.ok()) return Annotate(result, absl::StrCat("unmounting ", what));
+      absl::StatusOr<bool> still = mounts_->IsMountPoint(target);
+      if (!still.ok()) return still.status();
+      if (*still) {
+        return absl::InternalError(absl::StrCat("unmounting ", what,
+                                                ": the plugin reported success but ", target,
+                                                " is still a mount point"));
+      }
+    }
+    RemoveDirs(target, options_.root + "/per-alloc");
+    if (existing) {
+      if (!existing->mount.staged) {
+        absl::Status dropped = DropClaims({key});
+        if (!dropped.ok()) return dropped;
+        LOG(INFO) << "unmounted " << what;
+        return UnmountResult{};
+      }
+      existing->state = ClaimState::kUnpublished;
+      absl::Status saved = SaveClaim(*existing);
+      if (!saved.ok()) return saved;
+    }
+  }
+
+  // Unstage when this was the last user.
+  if (existing) {
+    if (OtherUsers(staging, key) > 0) {
+      absl::Status dropped = DropClaims({key});
+      if (!dropped.ok()) return dropped;
+      LOG(INFO) << "unmounted " << what << "; " << staging << " stays staged for other users";
+      return UnmountResult{};
+    }
+  } else {
+    // No claim: clean up a staging mount nobody claims.
+    absl::StatusOr<bool> staged = mounts_->IsMountPoint(staging);
+    if (!staged.ok()) return staged.status();
+    if (!*staged || OtherUsers(staging, key) > 0 || remote_id.empty()) return UnmountResult{};
+  }
+  absl::StatusOr<CsiClient*> c = client();
+  if (!c.ok()) return Annotate(c.status(), absl::StrCat("unstaging ", what));
+  csi::v1::NodeUnstageVolumeRequest unstage;
+  unstage.set_volume_id(remote_id);
+  unstage.set_staging_target_path(staging);
+  absl::Status result = IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
+    return (*c)->NodeUnstageVolume(unstage, o);
+  }));
+  if (!result.ok()) return Annotate(result, absl::StrCat("unstaging ", what));
+  absl::StatusOr<bool> still = mounts_->IsMountPoint(staging);
+  if (!still.ok()) return still.status();
+  if (*still) {
+    return absl::InternalError(absl::StrCat("unstaging ", what,
+                                            ": the plugin reported success but ", staging,
+                                            " is still a mount point"));
+  }
+  RemoveDirs(staging, options_.root + "/staging");
+  std::vector<ClaimKey> done;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [k, claim] : claims_) {
+      if (k == key || (claim.state == ClaimState::kUnpublished && claim.mount.source == staging)) {
+        done.push_back(k);
+      }
+    }
+  }
+  absl::Status dropped = DropClaims(done);
+  if (!dropped.ok()) return dropped;
+  LOG(INFO) << "unmounted " << what << " and unstaged " << staging;
+  return UnmountResult{true};
+}
+
+absl::StatusOr<bool> VolumeManager::HasMount(const MountInfo& mount) {
+  if (mount.target.empty()) return absl::InvalidArgumentError("mount has no target path");
+  return mounts_->IsMountPoint(mount.target);
+}
+
+absl::StatusOr<std::string> VolumeManager::ExternalID() {
+  absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
+  if (!instance.ok()) return instance.status();
+  PluginStatus status = (*instance)->Status();
+  if (!status.fingerprinted) {
+    absl::Status health = (*instance)->Fingerprint();
+    if (!health.ok()) return health;
+    status = (*instance)->Status();
+  }
+  return status.node_id;
+}
+
+DrainResult VolumeManager::Drain() {
+  DrainResult result;
+  for (const Claim& claim : Claims()) {
+    UnmountRequest request;
+    request.namespace_ = claim.namespace_;
+    request.volume_id = claim.volume_id;
+    request.remote_id = claim.remote_id;
+    request.alloc_id = claim.alloc_id;
+    request.usage = claim.usage;
+    absl::StatusOr<UnmountResult> unmounted = UnmountVolume(request);
+    if (unmounted.ok()) {
+      ++result.unmounted;
+    } else {
+      result.errors.push_back(std::string(unmounted.status().message()));
+    }
+  }
+  return result;
+}
+
+int VolumeManager::QueuedOperations(const std::string& namespace_, const std::string& volume_id) {
+  absl::StatusOr<std::string> key = VolumeKey(namespace_, volume_id);
+  return key.ok() ? queue_.Queued(*key) : 0;
+}
+
+RestoreReport VolumeManager::last_restore() {
+  absl::MutexLock lock(&mu_);
+  return restore_report_;
+}
+
+std::vector<Claim> VolumeManager::Claims() {
+  absl::MutexLock lock(&mu_);
+  std::vector<Claim> out;
+  for (const auto& [key, claim] : claims_) out.push_back(claim);
+  return out;
+}
+
+}  // namespace lustre_csi::csimanager

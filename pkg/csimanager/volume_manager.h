@@ -1,0 +1,195 @@
+// VolumeManager: mounts volumes for allocations through one node plugin and
+// remembers every claim.
+//
+// Paths, below the manager's root for this plugin:
+//   staging: <root>/staging/<namespace>/<volume>/<usage>
+//   publish: <root>/per-alloc/<alloc>/<volume>/<usage>
+// where usage is UsageName() (e.g. "rw-file-system-multi-node-multi-writer")
+// and ids are escaped into single segments (path_segment.h).
+//
+// MountVolume stages only when the plugin advertises STAGE_UNSTAGE_VOLUME
+// (an already mounted staging path is reused), then publishes (an already
+// mounted target is reused). UnmountVolume unpublishes, and unstages when the
+// last claim on the staging path leaves. The usage counts behind that
+// decision are the claims themselves, so they survive restarts: Restore()
+// rebuilds them from the store (Nomad keeps them only in memory and can
+// unstage a volume still in use after a restart; this must not happen here).
+//
+// Each claim is written to the state store, and synced, before the plugin is
+// called ("mounting") and again before success is returned ("mounted"); a
+// staged claim whose target is gone but whose unstage has not finished stays
+// as "unpublished". A crash at any point therefore leaves a record of all
+// that may be mounted. When a mount fails, what it staged is undone when no
+// one else uses it, and the claim is dropped unless something it would own
+// is still mounted.
+//
+// Operations on one volume (namespace + volume id) are queued and run one at
+// a time, in arrival order; different volumes run in parallel. Plugin calls
+// answering UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED or DEADLINE_EXCEEDED
+// (the per-attempt timeout) are retried with exponential backoff;
+// NOT_FOUND from unpublish or unstage means it is already done.
+//
+// Thread-safe. The store, mount inspector, clock and cancel token are not
+// owned and must outlive the manager. Cancelling the token makes retries and
+// calls in flight end with CANCELLED (shutdown).
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_VOLUME_MANAGER_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_VOLUME_MANAGER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "pkg/csimanager/cancel.h"
+#include "pkg/csimanager/clock.h"
+#include "pkg/csimanager/instance_manager.h"
+#include "pkg/csimanager/keyed_queue.h"
+#include "pkg/csimanager/mount_inspector.h"
+#include "pkg/csimanager/state_store.h"
+#include "pkg/csimanager/types.h"
+
+namespace lustre_csi::csimanager {
+
+struct RetryPolicy {
+  int max_attempts = 3;
+  absl::Duration per_attempt_timeout = absl::Minutes(2);
+  absl::Duration initial_backoff = absl::Seconds(1);
+  double multiplier = 2.0;
+  absl::Duration max_backoff = absl::Seconds(30);
+};
+
+// Whether a plugin error is worth another attempt.
+bool IsRetryable(absl::StatusCode code);
+
+struct VolumeManagerOptions {
+  // This plugin's mount root; absolute.
+  std::string root;
+  RetryPolicy retry;
+  uint32_t dir_mode = 0750;
+};
+
+struct MountRequest {
+  std::string namespace_;
+  std::string volume_id;  // the orchestrator's id
+  std::string remote_id;  // the plugin's volume id
+  std::string alloc_id;
+  VolumeUsage usage;
+  std::map<std::string, std::string> publish_context;
+  std::map<std::string, std::string> volume_context;
+  std::map<std::string, std::string> secrets;  // passed to the plugin, never stored
+};
+
+struct UnmountRequest {
+  std::string namespace_;
+  std::string volume_id;
+  std::string remote_id;  // used only when no claim is recorded
+  std::string alloc_id;
+  VolumeUsage usage;
+};
+
+struct UnmountResult {
+  bool unstaged = false;  // the last user left and the volume was unstaged
+};
+
+// What Restore() found.
+struct RestoreReport {
+  int claims = 0;
+  int mounted = 0;      // claims in state "mounted" whose target is a mount point
+  int interrupted = 0;  // claims left "mounting" or "unpublished" by a crash
+  // Users of each staging path, rebuilt from the claims.
+  std::map<std::string, int> usage_counts;
+  // One line per claim that needs attention; such claims are kept.
+  std::vector<std::string> problems;
+};
+
+struct DrainResult {
+  int unmounted = 0;
+  std::vector<std::string> errors;
+};
+
+// The plugin's currently active instance; null when none is registered.
+using InstanceResolver = std::function<std::shared_ptr<InstanceManager>()>;
+
+class VolumeManager {
+ public:
+  VolumeManager(std::string plugin, VolumeManagerOptions options, InstanceResolver resolver,
+                StateStore* store, MountInspector* mounts, Clock* clock, CancelToken* cancel);
+  VolumeManager(const VolumeManager&) = delete;
+  VolumeManager& operator=(const VolumeManager&) = delete;
+
+  // Reads this plugin's claims back, checks each against the mount table and
+  // rebuilds the usage counts. Call once, before any operation.
+  absl::StatusOr<RestoreReport> Restore();
+
+  // Stages (when supported) and publishes; idempotent for the same claim.
+  absl::StatusOr<MountInfo> MountVolume(const MountRequest& request);
+  // Unpublishes, and unstages when this was the last user. Unmounting a
+  // claim that does not exist succeeds (after cleaning up a stray mount).
+  absl::StatusOr<UnmountResult> UnmountVolume(const UnmountRequest& request);
+  // Whether the mount's target is mounted.
+  absl::StatusOr<bool> HasMount(const MountInfo& mount);
+  // The node id the plugin reported: the node's id in the storage system.
+  absl::StatusOr<std::string> ExternalID();
+  // Unmounts every claim of this plugin.
+  DrainResult Drain();
+
+  std::vector<Claim> Claims();
+  // The report of the last Restore().
+  RestoreReport last_restore();
+  // Claims holding the staging path of (namespace, volume, usage name).
+  int UsageCount(const std::string& namespace_, const std::string& volume_id,
+                 const std::string& usage);
+
+  absl::StatusOr<std::string> StagingPath(const std::string& namespace_,
+                                          const std::string& volume_id,
+                                          const std::string& usage) const;
+  absl::StatusOr<std::string> TargetPath(const std::string& alloc_id, const std::string& volume_id,
+                                         const std::string& usage) const;
+
+  // Operations running or queued for the volume.
+  int QueuedOperations(const std::string& namespace_, const std::string& volume_id);
+
+  const std::string& plugin() const { return plugin_; }
+
+ private:
+  // The queue key of a volume: its escaped namespace and id.
+  absl::StatusOr<std::string> VolumeKey(const std::string& namespace_,
+                                        const std::string& volume_id) const;
+  // Runs `call` with the retry policy.
+  absl::Status WithRetries(absl::string_view what,
+                           const std::function<absl::Status(const CallOptions&)>& call);
+  absl::StatusOr<std::shared_ptr<InstanceManager>> Instance(bool require_healthy);
+  // Claims other than `self` that hold `staging` (not yet unpublished).
+  int OtherUsers(const std::string& staging, const ClaimKey& self);
+  absl::Status SaveClaim(const Claim& claim);
+  absl::Status DropClaims(const std::vector<ClaimKey>& keys);
+  // Removes `path` and its empty parents up to (not including) `stop_at`.
+  void RemoveDirs(const std::string& path, const std::string& stop_at);
+  // Undoes what a failed mount left and drops its claim; an error says what
+  // could not be undone (the claim is then kept).
+  absl::Status CleanUpFailedMount(const Claim& claim, const ClaimKey& key);
+
+  const std::string plugin_;
+  const VolumeManagerOptions options_;
+  const InstanceResolver resolver_;
+  StateStore* const store_;
+  MountInspector* const mounts_;
+  Clock* const clock_;
+  CancelToken* const cancel_;
+  KeyedQueue queue_;
+
+  absl::Mutex mu_;
+  std::map<ClaimKey, Claim> claims_ ABSL_GUARDED_BY(mu_);
+  RestoreReport restore_report_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace lustre_csi::csimanager
+
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_VOLUME_MANAGER_H_
