@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the real lustre-csi binary: bad use exits 2 with usage on stderr, good
-# use exits 0, roles not yet in this build fail rather than pretend.
+# use exits 0, failures exit 1.
 set -u
 bin="$1"
 failures=0
@@ -39,7 +39,11 @@ expect 0 '^Git Commit: ' - version --yaml
 expect 0 '^Driver Name: other\.example$' - --version --yaml --drivername=other.example
 expect 2 - 'unknown flag --bogus' --version --bogus
 expect 2 - '--yaml goes with --version' --yaml
-expect 1 - 'not available in this build yet' plugin-manager
+expect 0 'Verbs' - plugin-manager --help
+expect 2 - "unknown verb 'frob'" plugin-manager frob
+expect 1 - 'UNAVAILABLE' plugin-manager plugins --endpoint=unix:///nonexistent/pm.sock
+expect 2 - 'needs --local-root' node --nodeid=n --mount-mode=local
+expect 2 - '--nodeid is required' node
 
 # The YAML keys, in order.
 "$bin" --version --yaml | cut -d: -f1 >"$out"

@@ -24,9 +24,10 @@
 #include "pkg/volume/linux_syscalls.h"
 #include "pkg/volume/mounter.h"
 
-DEFINE_string(endpoint, "unix:///csi/csi.sock",
-              "CSI endpoint: unix:///abs/path.sock or unix://relative.sock; when not given, "
-              "the CSI_ENDPOINT environment variable, then this default");
+DEFINE_string(endpoint, "",
+              "unix socket to serve on: unix:///abs/path.sock or unix://relative.sock. node and "
+              "controller: when not given, CSI_ENDPOINT, then unix:///csi/csi.sock; "
+              "plugin-manager: unix:///run/lustre-csi/plugin-manager.sock");
 DEFINE_string(nodeid, "", "this node's id, reported by NodeGetInfo (required for node)");
 DEFINE_string(mount_mode, "",
               "how file systems are reached: lustre (mount -t lustre), mock (target directory "
@@ -63,11 +64,10 @@ const std::vector<std::string> kSharedFlags = {"endpoint", "drivername", "metric
                                                "shutdown_grace_seconds"};
 
 std::string EndpointFlag() {
-  gflags::CommandLineFlagInfo info;
-  gflags::GetCommandLineFlagInfo("endpoint", &info);
+  if (!FLAGS_endpoint.empty()) return FLAGS_endpoint;
   const char* env = std::getenv("CSI_ENDPOINT");
-  if (info.is_default && env != nullptr && *env != '\0') return env;
-  return FLAGS_endpoint;
+  if (env != nullptr && *env != '\0') return env;
+  return "unix:///csi/csi.sock";
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ParseTopology(const std::string& text) {

@@ -9,28 +9,16 @@
 #include "absl/synchronization/mutex.h"
 #include "cmd/lustre-csi/cli.h"
 #include "cmd/lustre-csi/driver_cmd.h"
+#include "cmd/lustre-csi/manager_cmd.h"
 
 namespace lustre_csi {
 namespace {
-
-// A role that this build does not contain yet: says so and fails.
-cli::Subcommand NotBuilt(std::string name, std::string summary) {
-  cli::Subcommand sub;
-  sub.name = name;
-  sub.summary = summary + " (not available in this build yet)";
-  sub.usage = "[flags]";
-  sub.run = [name](const std::vector<std::string>&, cli::Streams streams) {
-    streams.err << "lustre-csi " << name << ": not available in this build yet\n";
-    return cli::kExitFailure;
-  };
-  return sub;
-}
 
 std::vector<cli::Subcommand> Subcommands() {
   return {
       NodeSubcommand(),
       ControllerSubcommand(),
-      NotBuilt("plugin-manager", "discover, health-check and mount through local CSI plugins"),
+      PluginManagerSubcommand(),
   };
 }
 

@@ -201,16 +201,26 @@ void MetricsRegistry::AddCollector(std::function<void()> collector) {
   collectors_.push_back(std::move(collector));
 }
 
+void MetricsRegistry::AddTextSource(std::function<std::string()> source) {
+  absl::MutexLock lock(&mu_);
+  text_sources_.push_back(std::move(source));
+}
+
 std::string MetricsRegistry::Render() const {
   std::vector<std::function<void()>> collectors;
+  std::vector<std::function<std::string()>> sources;
   {
     absl::MutexLock lock(&mu_);
     collectors = collectors_;
+    sources = text_sources_;
   }
   for (const auto& collect : collectors) collect();
   std::string out;
-  absl::MutexLock lock(&mu_);
-  for (const auto& metric : metrics_) metric->Render(&out);
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& metric : metrics_) metric->Render(&out);
+  }
+  for (const auto& source : sources) out += source();
   return out;
 }
 

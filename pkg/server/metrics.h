@@ -87,6 +87,8 @@ class MetricsRegistry {
                           std::vector<double> bounds);
   // Runs before each Render, to refresh gauges computed on demand.
   void AddCollector(std::function<void()> collector);
+  // Appends text that a component renders itself in the exposition format.
+  void AddTextSource(std::function<std::string()> source);
 
   std::string Render() const;
 
@@ -94,6 +96,7 @@ class MetricsRegistry {
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Metric>> metrics_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void()>> collectors_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<std::string()>> text_sources_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace lustre_csi::server

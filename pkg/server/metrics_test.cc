@@ -70,5 +70,13 @@ TEST(MetricsTest, CollectorsRunBeforeRender) {
   EXPECT_THAT(text, HasSubstr("plugins{healthy=\"false\"} 1\n"));
 }
 
+TEST(MetricsTest, TextSourcesAreAppended) {
+  MetricsRegistry registry;
+  registry.AddCounter("a_total", "A.")->Increment();
+  registry.AddTextSource([] { return std::string("# TYPE b gauge\nb 2\n"); });
+  EXPECT_EQ(registry.Render(),
+            "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n# TYPE b gauge\nb 2\n");
+}
+
 }  // namespace
 }  // namespace lustre_csi::server

@@ -1,0 +1,330 @@
+// End-to-end: the real plugin manager (lustre-csi plugin-manager) with real
+// plugins over real unix sockets and real mounts, in this test's private
+// mount namespace: our node plugin found through a registration socket, and
+// a small staging plugin; kill -9 of the manager between operations.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "e2e/e2e_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/manager.grpc.pb.h"
+
+namespace lustre_csi::e2e {
+namespace {
+
+namespace pb = ::lustre_csi::manager::v1;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+}
+
+std::string StagingPluginPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return std::string(srcdir != nullptr ? srcdir : ".") + "/lustre_csi/e2e/staging-plugin";
+}
+
+// Runs `lustre-csi plugin-manager <args>` and returns its stdout.
+std::string Cli(const std::vector<std::string>& args, int* exit_code) {
+  std::string cmd = BinaryPath() + " plugin-manager";
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+class ManagerE2eTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* d : {"lustre", "lustre/lustrefs", "registry", "mounts", "source"}) {
+      ASSERT_EQ(mkdir(tmp_.Join(d).c_str(), 0755), 0) << d;
+    }
+    socket_ = tmp_.Join("pm.sock");
+  }
+
+  void TearDown() override {
+    manager_.reset();
+    for (auto& p : plugins_) p.reset();
+  }
+
+  void StartManager(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {BinaryPath(),
+                                     "plugin-manager",
+                                     "--endpoint=unix://" + socket_,
+                                     "--state-file=" + tmp_.Join("state/pm.db"),
+                                     "--mount-root=" + tmp_.Join("mounts"),
+                                     "--registration-dir=" + tmp_.Join("registry"),
+                                     "--fingerprint-period-seconds=1",
+                                     "--node-name=node-1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    manager_ = std::make_unique<Subprocess>(argv, tmp_.Join("manager.log"));
+    ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(20)).ok())
+        << ReadFile(tmp_.Join("manager.log"));
+    stub_ = pb::PluginManager::NewStub(Channel(socket_));
+  }
+
+  void KillManager() {
+    manager_->Signal(SIGKILL);
+    manager_->Wait(absl::Seconds(10));
+    manager_.reset();
+  }
+
+  void StartNodePlugin() {
+    plugins_.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{BinaryPath(), "node", "--nodeid=node-1", "--mount-mode=local",
+                                 "--local-root=" + tmp_.Join("lustre"),
+                                 "--endpoint=unix://" + tmp_.Join("node.sock"),
+                                 "--plugin-registration-dir=" + tmp_.Join("registry")},
+        tmp_.Join("node.log")));
+    ASSERT_TRUE(WaitForSocket(tmp_.Join("node.sock"), absl::Seconds(10)).ok());
+  }
+
+  pb::Plugin Wait(const std::string& name) {
+    pb::WaitForPluginRequest req;
+    req.set_name(name);
+    req.set_type(pb::PLUGIN_TYPE_NODE);
+    req.set_timeout_ms(20000);
+    pb::Plugin res;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->WaitForPlugin(&ctx, req, &res);
+    EXPECT_TRUE(s.ok()) << s.error_message() << "\n" << ReadFile(tmp_.Join("manager.log"));
+    return res;
+  }
+
+  pb::MountVolumeRequest MountRequest(const std::string& plugin, const std::string& alloc,
+                                      std::map<std::string, std::string> context) {
+    pb::MountVolumeRequest req;
+    req.set_plugin(plugin);
+    req.set_namespace_("default");
+    req.set_volume_id("vol-1");
+    req.set_remote_id("pvc-1#lustrefs#10.0.0.4##f");
+    req.set_alloc_id(alloc);
+    req.mutable_usage()->set_attachment_mode(pb::ATTACHMENT_MODE_FILE_SYSTEM);
+    req.mutable_usage()->set_access_mode(pb::ACCESS_MODE_MULTI_NODE_MULTI_WRITER);
+    req.mutable_volume_context()->insert(context.begin(), context.end());
+    return req;
+  }
+
+  grpc::Status Mount(const pb::MountVolumeRequest& req, pb::MountInfo* info) {
+    pb::MountVolumeResponse res;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->MountVolume(&ctx, req, &res);
+    *info = res.mount();
+    return s;
+  }
+
+  grpc::Status Unmount(const pb::MountVolumeRequest& like, bool* unstaged = nullptr) {
+    pb::UnmountVolumeRequest req;
+    req.set_plugin(like.plugin());
+    req.set_namespace_(like.namespace_());
+    req.set_volume_id(like.volume_id());
+    req.set_remote_id(like.remote_id());
+    req.set_alloc_id(like.alloc_id());
+    *req.mutable_usage() = like.usage();
+    pb::UnmountVolumeResponse res;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->UnmountVolume(&ctx, req, &res);
+    if (unstaged != nullptr) *unstaged = res.unstaged();
+    return s;
+  }
+
+  std::vector<pb::Claim> Claims() {
+    pb::ListClaimsResponse res;
+    grpc::ClientContext ctx;
+    EXPECT_TRUE(stub_->ListClaims(&ctx, {}, &res).ok());
+    return {res.claims().begin(), res.claims().end()};
+  }
+
+  TempDir tmp_;
+  std::string socket_;
+  std::unique_ptr<Subprocess> manager_;
+  std::vector<std::unique_ptr<Subprocess>> plugins_;
+  std::unique_ptr<pb::PluginManager::Stub> stub_;
+};
+
+constexpr char kDriver[] = "azurelustre.csi.azure.com";
+
+TEST_F(ManagerE2eTest, DiscoversNodePluginMountsTwoAllocsSurvivesKill9) {
+  StartNodePlugin();
+  StartManager();
+  pb::Plugin plugin = Wait(kDriver);
+  EXPECT_TRUE(plugin.healthy());
+  EXPECT_EQ(plugin.node_id(), "node-1");
+  EXPECT_EQ(plugin.source(), pb::PLUGIN_SOURCE_REGISTRATION_DIR);
+
+  std::map<std::string, std::string> context = {{"mgs-ip-address", "10.0.0.4"},
+                                                {"fs-name", "lustrefs"}};
+  pb::MountVolumeRequest a = MountRequest(kDriver, "alloc-a", context);
+  pb::MountVolumeRequest b = MountRequest(kDriver, "alloc-b", context);
+  pb::MountInfo ma, mb;
+  ASSERT_TRUE(Mount(a, &ma).ok()) << ReadFile(tmp_.Join("manager.log"));
+  ASSERT_TRUE(Mount(b, &mb).ok());
+  EXPECT_FALSE(ma.staged()) << "our node plugin does not stage";
+  EXPECT_EQ(ma.target(), tmp_.Join("mounts/") + kDriver +
+                             "/per-alloc/alloc-a/vol-1/rw-file-system-multi-node-multi-writer");
+  EXPECT_TRUE(Mount(a, &ma).ok()) << "repeat is idempotent";
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")).size(), 2u);
+  ASSERT_TRUE(WriteFile(ma.target() + "/from-a", "hello b").ok());
+  EXPECT_EQ(ReadFile(mb.target() + "/from-a"), "hello b");
+
+  // kill -9, restart: both claims are still known and still mounted.
+  KillManager();
+  StartManager();
+  Wait(kDriver);
+  std::vector<pb::Claim> claims = Claims();
+  ASSERT_EQ(claims.size(), 2u);
+  for (const pb::Claim& c : claims) EXPECT_EQ(c.state(), "mounted") << c.alloc_id();
+
+  // Unmount one without disturbing the other.
+  ASSERT_TRUE(Unmount(a).ok());
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), ElementsAre(mb.target()));
+  EXPECT_EQ(ReadFile(mb.target() + "/from-a"), "hello b");
+  ASSERT_TRUE(Unmount(b).ok());
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
+  EXPECT_THAT(Claims(), IsEmpty());
+  EXPECT_EQ(ReadFile(tmp_.Join("lustre/lustrefs/from-a")), "hello b") << "data kept";
+}
+
+TEST_F(ManagerE2eTest, StagingPluginStagesOnceUnstagesWhenTheLastUserLeaves) {
+  std::string log = tmp_.Join("stager.calls");
+  plugins_.push_back(std::make_unique<Subprocess>(
+      std::vector<std::string>{StagingPluginPath(), "--endpoint=unix://" + tmp_.Join("st.sock"),
+                               "--log=" + log},
+      tmp_.Join("stager.log")));
+  ASSERT_TRUE(WaitForSocket(tmp_.Join("st.sock"), absl::Seconds(10)).ok());
+  StartManager({"--plugins=stager.test:node:" + tmp_.Join("st.sock")});
+  EXPECT_EQ(Wait("stager.test").source(), pb::PLUGIN_SOURCE_STATIC);
+
+  ASSERT_TRUE(WriteFile(tmp_.Join("source/data"), "staged data").ok());
+  std::map<std::string, std::string> context = {{"source", tmp_.Join("source")}};
+  pb::MountVolumeRequest a = MountRequest("stager.test", "alloc-a", context);
+  pb::MountVolumeRequest b = MountRequest("stager.test", "alloc-b", context);
+  pb::MountInfo ma, mb;
+  ASSERT_TRUE(Mount(a, &ma).ok()) << ReadFile(tmp_.Join("manager.log"));
+  ASSERT_TRUE(Mount(b, &mb).ok());
+  EXPECT_TRUE(ma.staged());
+  EXPECT_EQ(ma.source(), mb.source()) << "one staging path for one volume and usage";
+  EXPECT_EQ(ma.source(), tmp_.Join("mounts/stager.test/staging/default/vol-1/"
+                                   "rw-file-system-multi-node-multi-writer"));
+  EXPECT_EQ(ReadFile(mb.target() + "/data"), "staged data");
+  auto stages = [&] {
+    std::vector<std::string> lines = absl::StrSplit(ReadFile(log), '\n', absl::SkipEmpty());
+    return lines;
+  };
+  EXPECT_EQ(stages().size(), 1u) << "staged more than once";
+
+  KillManager();
+  StartManager({"--plugins=stager.test:node:" + tmp_.Join("st.sock")});
+  Wait("stager.test");
+  ASSERT_EQ(Claims().size(), 2u);
+
+  // The usage count was rebuilt: one leaving must not unstage.
+  bool unstaged = true;
+  ASSERT_TRUE(Unmount(a, &unstaged).ok());
+  EXPECT_FALSE(unstaged);
+  EXPECT_EQ(stages().size(), 1u) << "unstaged while alloc-b still uses the volume";
+  EXPECT_EQ(ReadFile(mb.target() + "/data"), "staged data");
+  ASSERT_TRUE(Unmount(b, &unstaged).ok());
+  EXPECT_TRUE(unstaged);
+  ASSERT_EQ(stages().size(), 2u);
+  EXPECT_TRUE(absl::StartsWith(stages()[1], "unstage ")) << stages()[1];
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
+}
+
+TEST_F(ManagerE2eTest, CliListsPluginsClaimsAndNodeInfo) {
+  StartNodePlugin();
+  StartManager();
+  Wait(kDriver);
+  int rc = 0;
+  std::string endpoint = "--endpoint=unix://" + socket_;
+  std::string plugins = Cli({"plugins", endpoint}, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_THAT(plugins, HasSubstr("NAME"));
+  EXPECT_THAT(plugins, HasSubstr(kDriver));
+  EXPECT_THAT(plugins, HasSubstr("yes"));
+
+  std::string mounted = Cli({"mount", endpoint, kDriver, "vol-9", "alloc-z",
+                             "--volume-context=mgs-ip-address=10.0.0.4,fs-name=lustrefs",
+                             "--remote-id=pvc-9#lustrefs#10.0.0.4##f"},
+                            &rc);
+  EXPECT_EQ(rc, 0) << ReadFile(tmp_.Join("manager.log"));
+  EXPECT_THAT(mounted, HasSubstr("mounted " + tmp_.Join("mounts/")));
+  std::string claims = Cli({"claims", endpoint, "--json"}, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_THAT(claims, HasSubstr("\"alloc_id\": \"alloc-z\""));
+  std::string info = Cli({"node-info", endpoint}, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_THAT(info, HasSubstr("node node-1"));
+  EXPECT_THAT(info, HasSubstr(kDriver));
+  std::string drained = Cli({"drain", endpoint}, &rc);
+  EXPECT_EQ(rc, 0) << drained;
+  EXPECT_THAT(drained, HasSubstr("unmounted 1 claim"));
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
+  Cli({"unmount", endpoint, "nosuch", "v", "a"}, &rc);
+  EXPECT_EQ(rc, 1);
+}
+
+TEST_F(ManagerE2eTest, CorruptStoreIsRefusedClearly) {
+  ASSERT_EQ(mkdir(tmp_.Join("state").c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFile(tmp_.Join("state/pm.db"), std::string(8192, 'x')).ok());
+  Subprocess manager(
+      {BinaryPath(), "plugin-manager", "--endpoint=unix://" + socket_,
+       "--state-file=" + tmp_.Join("state/pm.db"), "--mount-root=" + tmp_.Join("mounts")},
+      tmp_.Join("corrupt.log"));
+  EXPECT_EQ(manager.Wait(absl::Seconds(20)), 1);
+  EXPECT_THAT(ReadFile(tmp_.Join("corrupt.log")), HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_NE(access(socket_.c_str(), F_OK), 0) << "served despite a corrupt store";
+}
+
+TEST_F(ManagerE2eTest, SigtermKeepsMountsUnmountOnShutdownRemovesThem) {
+  StartNodePlugin();
+  StartManager();
+  Wait(kDriver);
+  std::map<std::string, std::string> context = {{"mgs-ip-address", "10.0.0.4"},
+                                                {"fs-name", "lustrefs"}};
+  pb::MountInfo info;
+  ASSERT_TRUE(Mount(MountRequest(kDriver, "alloc-a", context), &info).ok());
+  manager_->Signal(SIGTERM);
+  EXPECT_EQ(manager_->Wait(absl::Seconds(30)), 0);
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), ElementsAre(info.target()));
+  EXPECT_NE(access(socket_.c_str(), F_OK), 0) << "socket left behind";
+
+  StartManager({"--unmount-on-shutdown"});
+  Wait(kDriver);
+  manager_->Signal(SIGTERM);
+  EXPECT_EQ(manager_->Wait(absl::Seconds(30)), 0);
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
+}
+
+}  // namespace
+}  // namespace lustre_csi::e2e
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
+  if (!ns.ok()) {
+    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
+    return 1;
+  }
+  return RUN_ALL_TESTS();
+}
