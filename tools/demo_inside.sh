@@ -38,8 +38,10 @@ echo "local root: $work/lustre"
 step "Start the controller and a node plugin (local mount mode: real bind mounts)"
 "$bin" controller --endpoint="unix://$work/controller.sock" 2>"$work/controller.log" &
 pids+=($!)
+mkdir -p "$work/registry"
 "$bin" node --nodeid=demo-node --mount-mode=local --local-root="$work/lustre" \
-  --endpoint="unix://$work/node.sock" 2>"$work/node.log" &
+  --endpoint="unix://$work/node.sock" --plugin-registration-dir="$work/registry" \
+  2>"$work/node.log" &
 pids+=($!)
 node_pid=$!
 wait_socket "$work/controller.sock"
@@ -87,6 +89,54 @@ csi "${node[@]}" --rpc=NodeUnpublishVolume --volume-id="$volume_id" --target="$w
 csi "${ctl[@]}" --rpc=DeleteVolume --volume-id="$volume_id"
 echo "mounts left under $work/pods: $(grep -c "$work/pods" /proc/self/mountinfo || true)"
 run cat "$work/lustre/lustrefs/data/greeting.txt"
+
+step "The plugin manager discovers the node plugin through its registration socket"
+pm_args=(--endpoint="unix://$work/pm.sock" --state-file="$work/state/pm.db"
+  --mount-root="$work/mounts" --registration-dir="$work/registry"
+  --fingerprint-period-seconds=2 --node-name=demo-node)
+start_manager() {
+  "$bin" plugin-manager "${pm_args[@]}" 2>>"$work/manager.log" &
+  manager_pid=$!
+  pids+=("$manager_pid")
+  # A killed manager leaves its socket file behind (the new one replaces it),
+  # so wait for an answer, not for the file.
+  for _ in $(seq 200); do
+    "$bin" plugin-manager plugins --endpoint="unix://$work/pm.sock" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "plugin manager did not start:" >&2
+  cat "$work/manager.log" >&2
+  return 1
+}
+start_manager
+pm() { printf '$ lustre-csi plugin-manager %s\n' "$*"; "$bin" plugin-manager "$@" --endpoint="unix://$work/pm.sock"; }
+pm wait azurelustre.csi.azure.com
+pm plugins
+pm node-info
+
+step "Mount one volume for two allocations through the node plugin"
+vctx="mgs-ip-address=10.0.0.4,fs-name=lustrefs,sub-dir=shared"
+pm mount azurelustre.csi.azure.com vol-shared alloc-1 --volume-context="$vctx" --remote-id=pvc-shared
+pm mount azurelustre.csi.azure.com vol-shared alloc-2 --volume-context="$vctx" --remote-id=pvc-shared
+pm claims
+alloc1=$(find "$work/mounts" -path '*alloc-1*' -name 'rw-*' | head -n 1)
+alloc2=$(find "$work/mounts" -path '*alloc-2*' -name 'rw-*' | head -n 1)
+run sh -c "echo 'written by alloc-1' > $alloc1/note.txt"
+run cat "$alloc2/note.txt"
+
+step "kill -9 the plugin manager and start it again: it still knows both claims"
+kill -9 "$manager_pid"
+wait "$manager_pid" 2>/dev/null || true
+start_manager
+pm wait azurelustre.csi.azure.com >/dev/null
+pm claims
+
+step "Unmount alloc-1 without disturbing alloc-2, then alloc-2"
+pm unmount azurelustre.csi.azure.com vol-shared alloc-1 --remote-id=pvc-shared
+run cat "$alloc2/note.txt"
+pm unmount azurelustre.csi.azure.com vol-shared alloc-2 --remote-id=pvc-shared
+pm claims
+echo "mounts left under $work/mounts: $(grep -c "$work/mounts" /proc/self/mountinfo || true)"
 
 step "SIGTERM: the node drains, removes its socket and exits 0"
 kill -TERM "$node_pid"
