@@ -40,7 +40,8 @@ int64_t StatusKb(pid_t pid, const std::string& key) {
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(key + ":", 0) == 0) {
-      absl::string_view v = absl::StripAsciiWhitespace(absl::string_view(line).substr(key.size() + 1));
+      absl::string_view v =
+          absl::StripAsciiWhitespace(absl::string_view(line).substr(key.size() + 1));
       int64_t kb = 0;
       absl::SimpleAtoi(v.substr(0, v.find(' ')), &kb);
       return kb;
@@ -121,9 +122,10 @@ int main(int argc, char** argv) {
   rmdir(dir.c_str());
   struct stat st;
   stat(FLAGS_binary.c_str(), &st);
-  printf("runs=%d start_to_probe_ms_p50=%.2f start_to_probe_ms_max=%.2f idle_rss_anon_kb=%.0f "
-         "idle_vm_rss_kb=%.0f binary_bytes=%lld\n",
-         FLAGS_runs, Median(start_ms), *std::max_element(start_ms.begin(), start_ms.end()),
-         Median(anon_kb), Median(rss_kb), static_cast<long long>(st.st_size));
+  printf(
+      "runs=%d start_to_probe_ms_p50=%.2f start_to_probe_ms_max=%.2f idle_rss_anon_kb=%.0f "
+      "idle_vm_rss_kb=%.0f binary_bytes=%lld\n",
+      FLAGS_runs, Median(start_ms), *std::max_element(start_ms.begin(), start_ms.end()),
+      Median(anon_kb), Median(rss_kb), static_cast<long long>(st.st_size));
   return 0;
 }

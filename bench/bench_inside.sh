@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The benchmark set; bench/run_benchmarks.sh runs it inside a private mount
+# namespace. Writes "name value" lines to $OUT/results.txt and the data of the
+# plot to $OUT/publish_vs_mounts.dat.
+#   bench_inside.sh <bazel-bin dir> <out dir>
+set -euo pipefail
+B="$1"
+OUT="$2"
+bin=$B/cmd/lustre-csi/lustre-csi
+client=$B/bench/csi-client
+mbench=$B/bench/manager-bench
+
+mount --make-rprivate /
+w=$(mktemp -d /tmp/lustre-csi-bench.XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]:-}"; do [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  grep -F " $w" /proc/self/mountinfo | awk '{print $5}' | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  rm -rf "$w"
+}
+trap cleanup EXIT
+results=$OUT/results.txt
+: >"$results"
+record() { echo "$1 $2" | tee -a "$results"; }
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+wait_socket() { for _ in $(seq 400); do [[ -S "$1" ]] && return 0; sleep 0.025; done; return 1; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+
+mkdir -p "$w/lustre/lustrefs" "$w/pods" "$w/reg"
+mount -t tmpfs -o size=512m lustrefs "$w/lustre/lustrefs"
+"$bin" node --nodeid=bench --mount-mode=local --local-root="$w/lustre" \
+  --endpoint="unix://$w/local.sock" --plugin-registration-dir="$w/reg" 2>/dev/null &
+local_pid=$!
+pids+=($local_pid)
+"$bin" node --nodeid=bench --mount-mode=mock --drivername=mock.csi.io \
+  --endpoint="unix://$w/mock.sock" 2>/dev/null &
+mock_pid=$!
+pids+=($mock_pid)
+"$bin" controller --endpoint="unix://$w/ctl.sock" 2>/dev/null &
+pids+=($!)
+wait_socket "$w/local.sock"; wait_socket "$w/mock.sock"; wait_socket "$w/ctl.sock"
+ctx="mgs-ip-address=10.0.0.4,fs-name=lustrefs"
+L=(--endpoint="unix://$w/local.sock")
+M=(--endpoint="unix://$w/mock.sock")
+C=(--endpoint="unix://$w/ctl.sock")
+
+run_client() {  # name, args...: records p50, p99, throughput of a csi-client run
+  local name=$1
+  shift
+  local line
+  line=$("$client" "$@")
+  echo "# $name: $line"
+  record "${name}_p50_us" "$(field p50_us <<<"$line")"
+  record "${name}_p99_us" "$(field p99_us <<<"$line")"
+  record "${name}_per_s" "$(field throughput <<<"$line")"
+}
+
+echo "== idle memory of the node after start"
+sleep 0.5
+record node_idle_rss_anon_kb "$(status_kb $local_pid RssAnon)"
+
+echo "== unary calls, one client"
+"$client" "${L[@]}" --rpc=Probe --n=2000 >/dev/null  # warm-up
+run_client probe "${L[@]}" --rpc=Probe --n=20000
+run_client get_plugin_info "${L[@]}" --rpc=GetPluginInfo --n=20000
+run_client node_get_capabilities "${L[@]}" --rpc=NodeGetCapabilities --n=20000
+"$client" "${L[@]}" --rpc=NodePublishVolume --target="$w/pods/stats" --params="$ctx" >/dev/null
+run_client node_get_volume_stats "${L[@]}" --rpc=NodeGetVolumeStats --target="$w/pods/stats" --n=20000
+"$client" "${L[@]}" --rpc=NodeUnpublishVolume --target="$w/pods/stats" >/dev/null
+
+echo "== publish+unpublish pairs"
+run_client pair_local_c1 "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/a%d" --params="$ctx" --n=5000
+run_client pair_local_c16 "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/b%d" --params="$ctx" --n=20000 --concurrency=16
+run_client pair_mock_c1 "${M[@]}" --rpc=PublishUnpublish --target="$w/pods/c%d" --params="$ctx" --n=5000
+run_client pair_mock_c16 "${M[@]}" --rpc=PublishUnpublish --target="$w/pods/d%d" --params="$ctx" --n=20000 --concurrency=16
+echo "== create+delete pairs"
+run_client create_delete_c1 "${C[@]}" --rpc=CreateDelete --name="pvc-%d" --params="$ctx" --n=10000
+run_client create_delete_c16 "${C[@]}" --rpc=CreateDelete --name="pvc-x%d" --params="$ctx" --n=40000 --concurrency=16
+record node_peak_rss_kb "$(status_kb $local_pid VmHWM)"
+record node_after_load_rss_anon_kb "$(status_kb $local_pid RssAnon)"
+
+echo "== start to first Probe, idle private memory"
+line=$("$B/bench/startup-bench" --binary="$bin" --runs=30 -- node --nodeid=n --mount-mode=mock)
+echo "# $line"
+record start_to_probe_ms_p50 "$(field start_to_probe_ms_p50 <<<"$line")"
+record start_idle_rss_anon_kb "$(field idle_rss_anon_kb <<<"$line")"
+record binary_bytes "$(stat -c %s "$bin")"
+
+echo "== the plugin manager"
+pm_args=(--endpoint="unix://$w/pm.sock" --state-file="$w/state/pm.db" --mount-root="$w/mounts"
+  --registration-dir="$w/reg" --fingerprint-period-seconds=30 --node-name=bench)
+"$bin" plugin-manager "${pm_args[@]}" 2>"$w/pm.log" &
+pm_pid=$!
+pids+=($pm_pid)
+wait_socket "$w/pm.sock"
+"$mbench" --endpoint="unix://$w/pm.sock" --mode=healthy --n=1 >/dev/null
+line=$("$mbench" --endpoint="unix://$w/pm.sock" --mode=pairs --n=2000 --volume-context="$ctx")
+echo "# manager pairs: $line"
+record manager_pair_c1_p50_us "$(field p50_us <<<"$line")"
+record manager_pair_c1_per_s "$(field throughput <<<"$line")"
+line=$("$mbench" --endpoint="unix://$w/pm.sock" --mode=fill --n=1000 --volume-context="$ctx" --concurrency=4)
+echo "# manager fill: $line"
+kill -TERM $pm_pid
+wait $pm_pid || true
+line=$("$mbench" --endpoint="unix://$w/pm.sock" --mode=restore --n=1000 --binary="$bin" -- \
+  plugin-manager "${pm_args[@]}")
+echo "# $line"
+record manager_restore_1000_claims_ms "$(field exec_to_claims_listed_ms <<<"$line")"
+
+echo "== fingerprinting 50 plugins"
+mkdir -p "$w/reg50"
+for i in $(seq 1 50); do
+  "$bin" node --nodeid=bench --mount-mode=mock --drivername="bench-$i.csi.io" \
+    --endpoint="unix://$w/p$i.sock" --plugin-registration-dir="$w/reg50" 2>/dev/null &
+  pids+=($!)
+done
+"$bin" plugin-manager --endpoint="unix://$w/pm50.sock" --state-file="$w/state/pm50.db" \
+  --mount-root="$w/mounts50" --registration-dir="$w/reg50" --fingerprint-period-seconds=1 \
+  2>/dev/null &
+pm50=$!
+pids+=($pm50)
+wait_socket "$w/pm50.sock"
+line=$("$mbench" --endpoint="unix://$w/pm50.sock" --mode=healthy --n=50)
+echo "# $line"
+record manager_50_plugins_healthy_ms "$(field waited_ms <<<"$line")"
+t0=$(awk '{print $14+$15}' /proc/$pm50/stat)
+sleep 10
+t1=$(awk '{print $14+$15}' /proc/$pm50/stat)
+# 10 rounds of 50 fingerprints in 10 s; clock ticks are 10 ms.
+record manager_fingerprint_cpu_us_per_plugin "$(( (t1 - t0) * 10000 / (10 * 50) ))"
+record manager_50_plugins_rss_anon_kb "$(status_kb $pm50 RssAnon)"
+
+echo "== publish cost with many mounts on the node"
+: >"$OUT/publish_vs_mounts.dat"
+have=0
+for n in 10 100 1000 3000 10000; do
+  "$B/bench/mount-many" "$w/many" "$((n - have))" "$have"
+  have=$n
+  total=$(wc -l </proc/self/mountinfo)
+  line=$("$client" "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/m${n}_%d" --params="$ctx" --n=2000)
+  p50=$(field p50_us <<<"$line")
+  echo "# $n extra mounts ($total in the table): $line"
+  echo "$n $p50 $(field p99_us <<<"$line")" >>"$OUT/publish_vs_mounts.dat"
+  record "pair_p50_us_at_${n}_mounts" "$p50"
+done

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs the standard benchmark set and writes out/bench/: results.txt (one
+# "name value" a line), report.md (the table), publish_vs_mounts.dat and the
+# plot docs/benchmarks-publish-vs-mounts.png. Needs root (it makes real
+# mounts, inside a private mount namespace that disappears with it).
+#   bash bench/run_benchmarks.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh >/dev/null
+bazel build --noshow_progress //cmd/lustre-csi //bench:all 2>&1 | tail -n 1
+B=$(bazel info bazel-bin 2>/dev/null)
+OUT=$PWD/out/bench
+mkdir -p "$OUT"
+unshare -m bash bench/bench_inside.sh "$B" "$OUT"
+
+gnuplot <<GP
+set terminal pngcairo size 800,480 font "sans,11"
+set output "docs/benchmarks-publish-vs-mounts.png"
+set title "NodePublish+NodeUnpublish pair vs. mounts already on the node (local mode, 1 client)"
+set xlabel "extra mounts on the node"
+set ylabel "latency (us)"
+set logscale x
+set key top left
+set yrange [0:*]
+set grid
+plot "$OUT/publish_vs_mounts.dat" using 1:2 with linespoints lw 2 title "p50", \
+     "" using 1:3 with linespoints lw 2 title "p99"
+GP
+
+{
+  echo "| figure | value |"
+  echo "|---|---|"
+  while read -r name value; do echo "| $name | $value |"; done <"$OUT/results.txt"
+} >"$OUT/report.md"
+echo "wrote $OUT/results.txt, $OUT/report.md and docs/benchmarks-publish-vs-mounts.png"
