@@ -2,6 +2,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ std::vector<cli::Subcommand> Subcommands() {
 }  // namespace lustre_csi
 
 int main(int argc, char** argv) {
+  // Without TZ, glibc re-reads /etc/localtime on every localtime() call, and
+  // glog calls it for every log line. The same zone, read once (UTC when the
+  // file is missing, as in a scratch image):
+  setenv("TZ", ":/etc/localtime", /*overwrite=*/0);
   // Debian's abseil checks every mutex acquisition for lock-order cycles,
   // which costs about a tenth of a simple RPC; tests keep the check.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

@@ -19,6 +19,21 @@ namespace {
 
 constexpr size_t kMaxTargetPath = 4096;
 
+// Absolute, with no empty, "." or ".." component and no trailing slash; the
+// same rule as CleanPath(path) == path, without building a copy.
+bool IsCleanAbsolutePath(absl::string_view path) {
+  if (path.empty() || path[0] != '/') return false;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == absl::string_view::npos) end = path.size();
+    absl::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 absl::Status Aborted(const std::string& target) {
   return absl::AbortedError(
       absl::StrCat("an operation on target ", target, " is already in progress"));
@@ -38,11 +53,11 @@ absl::Status ValidateTargetPath(const std::string& path) {
   if (path[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("target path ", path, " is not absolute"));
   }
-  if (volume::CleanPath(path) != path) {
+  if (path == "/") return absl::InvalidArgumentError("target path cannot be /");
+  if (!IsCleanAbsolutePath(path)) {
     return absl::InvalidArgumentError(
         absl::StrCat("target path ", path, " is not clean (., .. or repeated /)"));
   }
-  if (path == "/") return absl::InvalidArgumentError("target path cannot be /");
   return absl::OkStatus();
 }
 

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "pkg/driver/services.h"
 #include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -261,6 +262,16 @@ TEST_F(NodeTest, PublishValidationTable) {
     grpc::Status status = service.NodePublishVolume(nullptr, &req, &res);
     EXPECT_EQ(status.error_code(), c.code) << c.name << ": " << status.error_message();
     EXPECT_EQ(sys_.MountCount(), c.code == grpc::OK ? 1 : 0) << c.name;
+  }
+}
+
+TEST(ValidateTargetPathTest, AgreesWithCleanPath) {
+  for (const char* path :
+       {"/pods/a", "/a/b/c", "/", "", "pods/a", "/pods/a/", "/pods//a", "/pods/./a", "/pods/../a",
+        "/pods/.", "/pods/..", "/.hidden/x", "/a..b/c", "//pods"}) {
+    bool want = !std::string(path).empty() && path[0] == '/' && std::string(path) != "/" &&
+                volume::CleanPath(path) == path;
+    EXPECT_EQ(ValidateTargetPath(path).ok(), want) << path;
   }
 }
 
