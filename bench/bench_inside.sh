@@ -73,6 +73,7 @@ run_client node_get_volume_stats "${L[@]}" --rpc=NodeGetVolumeStats --target="$w
 echo "== publish+unpublish pairs"
 run_client pair_local_c1 "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/a%d" --params="$ctx" --n=5000
 run_client pair_local_c16 "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/b%d" --params="$ctx" --n=20000 --concurrency=16
+run_client pair_local_c16_16conn "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/e%d" --params="$ctx" --n=20000 --concurrency=16 --channels=16
 run_client pair_mock_c1 "${M[@]}" --rpc=PublishUnpublish --target="$w/pods/c%d" --params="$ctx" --n=5000
 run_client pair_mock_c16 "${M[@]}" --rpc=PublishUnpublish --target="$w/pods/d%d" --params="$ctx" --n=20000 --concurrency=16
 echo "== create+delete pairs"

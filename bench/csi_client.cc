@@ -11,7 +11,8 @@
 // With --n=1 (the default) it prints the reply in protobuf text format and
 // exits 0 on success, 1 on an error status (printed as CODE: message). With
 // --n>1 it repeats the call from --concurrency threads and prints count,
-// errors, throughput and latency percentiles. In --target and --name, %d is
+// errors, throughput and latency percentiles; the threads share one
+// connection unless --channels says otherwise. In --target and --name, %d is
 // replaced by the call's index, so concurrent calls use distinct volumes.
 #include <gflags/gflags.h>
 #include <grpcpp/grpcpp.h>
@@ -48,6 +49,9 @@ DEFINE_string(mount_flags, "", "comma-separated mount flags");
 DEFINE_int64(n, 1, "number of calls (pairs count as one)");
 DEFINE_int32(concurrency, 1, "client threads");
 DEFINE_int32(timeout_seconds, 120, "per-call deadline");
+DEFINE_int32(channels, 1,
+             "connections to open, shared round-robin by the threads (1: one connection for "
+             "all, as the kubelet calls a plugin; 0: one per thread)");
 
 namespace {
 
@@ -222,9 +226,15 @@ int main(int argc, char** argv) {
     std::cerr << "csi-client: --endpoint is required\n";
     return 2;
   }
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  Client client(grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
+  int channels = FLAGS_channels > 0 ? FLAGS_channels : std::max(1, FLAGS_concurrency);
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // its own connection
+    clients.push_back(std::make_unique<Client>(
+        grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args)));
+  }
+  Client& client = *clients[0];
 
   if (FLAGS_n <= 1) {
     std::string reply;
@@ -248,7 +258,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, t] {
       for (int64_t i = next++; i < FLAGS_n; i = next++) {
         absl::Time call_start = absl::Now();
-        grpc::Status s = client.Call(FLAGS_rpc, i, nullptr);
+        grpc::Status s = clients[t % clients.size()]->Call(FLAGS_rpc, i, nullptr);
         latencies[t].push_back(absl::ToDoubleMicroseconds(absl::Now() - call_start));
         if (!s.ok()) {
           ++errors;
