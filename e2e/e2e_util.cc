@@ -1,11 +1,13 @@
 #include "e2e/e2e_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -73,8 +75,11 @@ TempDir::~TempDir() {
 }
 
 Subprocess::Subprocess(std::vector<std::string> argv, std::string log_path) {
+  pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
     if (!log_path.empty()) {
       int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       if (fd >= 0) {
@@ -153,6 +158,91 @@ std::vector<std::string> MountsUnder(const std::string& prefix) {
   }
   return out;
 }
+
+namespace {
+
+std::vector<pid_t> AllPids() {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = strtol(e->d_name, &end, 10);
+    if (end != e->d_name && *end == '\0' && pid > 0) out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return out;
+}
+
+}  // namespace
+
+std::vector<pid_t> ChildProcesses() {
+  std::vector<pid_t> out;
+  for (pid_t pid : AllPids()) {
+    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.
+    std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(paren + 2), ' ');
+    if (fields.size() > 1 && fields[1] == absl::StrCat(getpid())) out.push_back(pid);
+  }
+  return out;
+}
+
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (pid_t pid : AllPids()) {
+    if (pid == getpid()) continue;
+    std::string cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> StraceArgv(pid_t pid, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"/usr/bin/strace", "-f", "-p", absl::StrCat(pid)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// `path`, emptied, so that what a Strace waits for is its own output.
+std::string EmptyLog(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);
+  return path;
+}
+
+}  // namespace
+
+Strace::Strace(pid_t pid, std::vector<std::string> args, std::string log_path)
+    : log_path_(EmptyLog(log_path)), process_(StraceArgv(pid, std::move(args)), log_path_) {}
+
+Strace::~Strace() {
+  if (process_.running()) {
+    process_.Signal(SIGINT);
+    process_.Wait(absl::Seconds(10));
+  }
+}
+
+absl::Status Strace::WaitAttached(absl::Duration timeout) {
+  if (WaitForLog(" attached", timeout)) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat("strace did not attach: ", Log()));
+}
+
+bool Strace::WaitForLog(const std::string& text, absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    bool alive = process_.running();
+    if (Log().find(text) != std::string::npos) return true;
+    if (!alive || absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
+std::string Strace::Log() const { return ReadFile(log_path_); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

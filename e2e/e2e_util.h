@@ -6,6 +6,7 @@
 #ifndef LUSTRE_CSI_E2E_E2E_UTIL_H_
 #define LUSTRE_CSI_E2E_E2E_UTIL_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -36,6 +37,9 @@ class TempDir {
 };
 
 // A child process; killed (SIGKILL) and reaped on destruction if still running.
+// It is also killed if the thread that started it exits (PR_SET_PDEATHSIG),
+// so a test that crashes leaves no process behind even outside a sandbox:
+// start Subprocesses from the test's main thread.
 class Subprocess {
  public:
   explicit Subprocess(std::vector<std::string> argv, std::string log_path = "");
@@ -63,6 +67,46 @@ absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);
 
 // Mount points (unescaped) at or below `prefix` in /proc/self/mountinfo.
 std::vector<std::string> MountsUnder(const std::string& prefix);
+
+// Process ids of this process's children, zombies included (not yet reaped).
+std::vector<pid_t> ChildProcesses();
+
+// Processes other than this one whose command line contains `needle` (say, a
+// TempDir path that every child of a test is given).
+std::vector<pid_t> ProcessesMentioning(const std::string& needle);
+
+// strace attached to a running process and all its threads and children
+// (`strace -f -p <pid> <args>`), with its messages and trace in `log_path`.
+// Used to inject faults at an exact system call, e.g.
+//   {"-e", "trace=mount", "-e", "inject=mount:signal=SIGKILL:when=2"}.
+// The destructor detaches (SIGINT), which lets the tracee run on.
+class Strace {
+ public:
+  Strace(pid_t pid, std::vector<std::string> args, std::string log_path);
+  ~Strace();
+  Strace(const Strace&) = delete;
+  Strace& operator=(const Strace&) = delete;
+
+  // Waits until every thread of the process is attached (strace said so).
+  absl::Status WaitAttached(absl::Duration timeout);
+  // Waits until the log contains `text`; false on timeout or when strace
+  // ended without writing it.
+  bool WaitForLog(const std::string& text, absl::Duration timeout);
+  std::string Log() const;
+  // Waits for strace to end (it does when its tracee dies).
+  int Wait(absl::Duration timeout) { return process_.Wait(timeout); }
+  // Kills strace (SIGKILL), which releases a thread it holds in a delay. To
+  // kill the tracee at a held system call, SIGKILL the tracee first: a
+  // thread released with a fatal signal pending dies before it returns.
+  void Kill() {
+    process_.Signal(SIGKILL);
+    process_.Wait(absl::Seconds(10));
+  }
+
+ private:
+  std::string log_path_;
+  Subprocess process_;
+};
 
 // Reads a whole file; empty on error.
 std::string ReadFile(const std::string& path);

@@ -15,7 +15,13 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view context) {
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  absl::string_view message = status.message();
+  if (message.size() <= kMaxStatusMessageBytes) {
+    return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(message));
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      absl::StrCat(message.substr(0, kMaxStatusMessageBytes), "... (",
+                                   message.size() - kMaxStatusMessageBytes, " bytes cut)"));
 }
 
 }  // namespace lustre_csi::csimanager

@@ -7,6 +7,8 @@
 
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -15,6 +17,12 @@ namespace lustre_csi::csimanager {
 // `status` as absl, its message prefixed with "<context>: " when `context`
 // is not empty.
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view context = "");
+
+// The longest status message ToGrpc sends; longer ones are cut. gRPC sends
+// the message percent-encoded (up to three bytes for one) in a header, and
+// clients refuse headers over 8 KiB by default: a message echoing a huge
+// request value would reach them as RESOURCE_EXHAUSTED instead of its code.
+inline constexpr size_t kMaxStatusMessageBytes = 2048;
 
 grpc::Status ToGrpc(const absl::Status& status);
 

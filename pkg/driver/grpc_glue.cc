@@ -51,7 +51,13 @@ const char* CodeName(grpc::StatusCode code) {
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // absl and gRPC share the canonical code numbers.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  absl::string_view message = status.message();
+  if (message.size() <= kMaxStatusMessageBytes) {
+    return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(message));
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      absl::StrCat(message.substr(0, kMaxStatusMessageBytes), "... (",
+                                   message.size() - kMaxStatusMessageBytes, " bytes cut)"));
 }
 
 absl::Status CheckCapability(const csi::v1::VolumeCapability& cap) {

@@ -15,6 +15,12 @@
 
 namespace lustre_csi::driver {
 
+// The longest status message sent; longer ones are cut. gRPC sends the
+// message percent-encoded (up to three bytes for one) in a header, and
+// clients refuse headers over 8 KiB by default: a message echoing a huge
+// request value would reach them as RESOURCE_EXHAUSTED instead of its code.
+inline constexpr size_t kMaxStatusMessageBytes = 2048;
+
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // INVALID_ARGUMENT unless `cap` is a mount (not block) capability with an

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -217,6 +218,83 @@ TEST_F(IntegrationTest, BindMounterReadOnlyAndHardened) {
   WriteFile(src + "/g", "source stays writable");
   ASSERT_TRUE(mounter->Unmount(dst).ok());
   EXPECT_FALSE(*checker_.IsMountPoint(dst));
+}
+
+// Passes everything to the real system calls and records each mount(2).
+class RecordingSyscalls : public Syscalls {
+ public:
+  explicit RecordingSyscalls(Syscalls* real) : real_(real) {}
+  absl::Status Mount(const std::string& source, const std::string& target,
+                     const std::string& fstype, unsigned long flags,
+                     const std::string& data) override {
+    mount_flags.push_back(flags);
+    return real_->Mount(source, target, fstype, flags, data);
+  }
+  absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
+                                  bool recursive, unsigned long flags) override {
+    return real_->BindMountWithFlags(source, target, recursive, flags);
+  }
+  absl::Status Unmount(const std::string& target, int flags) override {
+    return real_->Unmount(target, flags);
+  }
+  absl::StatusOr<FsStats> Statfs(const std::string& path) override { return real_->Statfs(path); }
+  absl::StatusOr<FileInfo> Stat(const std::string& path) override { return real_->Stat(path); }
+  absl::Status Mkdir(const std::string& path, uint32_t mode) override {
+    return real_->Mkdir(path, mode);
+  }
+  absl::Status Rmdir(const std::string& path) override { return real_->Rmdir(path); }
+  absl::StatusOr<std::string> ReadMountInfo() override { return real_->ReadMountInfo(); }
+  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
+                                             const std::string& relative) override {
+    return real_->ResolveBeneath(root, relative);
+  }
+  std::vector<unsigned long> mount_flags;
+
+ private:
+  Syscalls* real_;
+};
+
+// Regression: a read-only bind was a read-write bind plus a remount, so a
+// kill between the two left the volume mounted read-write at the target.
+TEST_F(IntegrationTest, ReadOnlyBindNeverAppearsReadWriteAtTheTarget) {
+  std::string src = Dir("osrc");
+  MakeDir(src + "/inner");
+  ASSERT_TRUE(sys_->Mount("inner", src + "/inner", "tmpfs", 0, "size=1m").ok());
+  std::string dst = Dir("odst");
+  absl::Status probe = sys_->BindMountWithFlags(src, dst, false, MS_RDONLY);
+  if (probe.code() == absl::StatusCode::kUnimplemented) GTEST_SKIP() << probe;
+  ASSERT_TRUE(probe.ok()) << probe;
+  ASSERT_TRUE(CleanupMountPoint(*sys_, dst).ok());
+
+  for (bool recursive : {false, true}) {
+    dst = Dir(recursive ? "odst-r" : "odst");
+    RecordingSyscalls recording(sys_.get());
+    std::vector<std::string> options = {"ro", "noexec", "noatime"};
+    if (recursive) options.push_back("rbind");
+    ASSERT_TRUE(NewBindMounter(&recording)->Mount(src, dst, "", options).ok());
+    EXPECT_TRUE(recording.mount_flags.empty()) << "bind and remount in two steps";
+    absl::StatusOr<std::optional<MountEntry>> entry = checker_.FindMountAt(dst);
+    ASSERT_TRUE(entry.ok() && entry->has_value());
+    for (const char* opt : {"ro", "noexec", "noatime"}) {
+      EXPECT_TRUE(absl::StrContains("," + (*entry)->options + ",", absl::StrCat(",", opt, ",")))
+          << (*entry)->options;
+    }
+    EXPECT_EQ(access(dst.c_str(), W_OK), -1);
+    EXPECT_EQ(errno, EROFS);
+    // rbind brings the mount below along, read-only too; bind does not.
+    EXPECT_EQ(CountAt(dst + "/inner"), recursive ? 1 : 0);
+    if (recursive) {
+      EXPECT_EQ(access((dst + "/inner").c_str(), W_OK), -1);
+      EXPECT_EQ(errno, EROFS);
+    }
+    ASSERT_TRUE(CleanupMountPoint(*sys_, dst).ok());
+    EXPECT_FALSE(Exists(dst));
+  }
+  // A failed one-step bind leaves nothing at the target.
+  std::string missing = Dir("omissing");
+  EXPECT_FALSE(sys_->BindMountWithFlags(src + "/nope", missing, false, MS_RDONLY).ok());
+  EXPECT_EQ(CountAt(missing), 0);
+  ASSERT_TRUE(CleanupMountPoint(*sys_, src + "/inner").ok());
 }
 
 TEST_F(IntegrationTest, ExecMounterRunsTheRealMount) {

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/safe_path.h"
@@ -48,6 +49,45 @@ class LinuxSyscalls : public Syscalls {
       return ErrnoError(errno, absl::StrCat("mount ", source, " on ", target, " (type ",
                                             fstype.empty() ? "none" : fstype, ", flags 0x",
                                             absl::Hex(flags), ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
+                                  bool recursive, unsigned long flags) override {
+    const std::string what =
+        absl::StrCat("bind mount of ", source, " on ", target, " (flags 0x", absl::Hex(flags), ")");
+    auto fail = [&](const char* call) {
+      if (errno == ENOSYS) return absl::UnimplementedError(absl::StrCat(call, ": not supported"));
+      return ErrnoError(errno, absl::StrCat(what, ": ", call));
+    };
+    unsigned int recursion = recursive ? AT_RECURSIVE : 0;
+    int tree = open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | recursion);
+    if (tree < 0) return fail("open_tree");
+    // Closing the descriptor of a copy never attached dissolves it.
+    absl::Cleanup close_tree = [tree] { close(tree); };
+    struct mount_attr attr = {};
+    if (flags & MS_RDONLY) attr.attr_set |= MOUNT_ATTR_RDONLY;
+    if (flags & MS_NOSUID) attr.attr_set |= MOUNT_ATTR_NOSUID;
+    if (flags & MS_NODEV) attr.attr_set |= MOUNT_ATTR_NODEV;
+    if (flags & MS_NOEXEC) attr.attr_set |= MOUNT_ATTR_NOEXEC;
+    if (flags & MS_NODIRATIME) attr.attr_set |= MOUNT_ATTR_NODIRATIME;
+    if (flags & (MS_NOATIME | MS_RELATIME | MS_STRICTATIME)) {
+      attr.attr_clr |= MOUNT_ATTR__ATIME;
+      if (flags & MS_NOATIME) {
+        attr.attr_set |= MOUNT_ATTR_NOATIME;
+      } else if (flags & MS_STRICTATIME) {
+        attr.attr_set |= MOUNT_ATTR_STRICTATIME;
+      } else {
+        attr.attr_set |= MOUNT_ATTR_RELATIME;
+      }
+    }
+    if ((attr.attr_set != 0 || attr.attr_clr != 0) &&
+        mount_setattr(tree, "", AT_EMPTY_PATH | recursion, &attr, sizeof(attr)) != 0) {
+      return fail("mount_setattr");
+    }
+    if (move_mount(tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return fail("move_mount");
     }
     return absl::OkStatus();
   }

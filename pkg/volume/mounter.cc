@@ -68,6 +68,12 @@ class BindMounter : public Mounter {
                                                        ": unsupported option \"", opt, "\""));
       }
     }
+    if (remount != 0) {
+      // In one step where the kernel can: a crash between a bind and its
+      // remount would leave the bind without the flags (read-write).
+      absl::Status atomic = sys_->BindMountWithFlags(source, target, bind & MS_REC, remount);
+      if (atomic.code() != absl::StatusCode::kUnimplemented) return atomic;
+    }
     if (absl::Status s = sys_->Mount(source, target, "", bind, ""); !s.ok()) return s;
     if (remount == 0) return absl::OkStatus();
     absl::Status s = sys_->Mount(source, target, "", MS_REMOUNT | MS_BIND | remount, "");

@@ -1,11 +1,13 @@
 // Mounters: make and remove one mount.
 //
 // NewBindMounter bind-mounts a source directory (or file) through the syscall
-// seam. Bind mounts ignore per-mount flags on the first call, so when the
-// options ask for any ("ro", "nosuid", "nodev", "noexec", "noatime",
-// "nodiratime", "relatime", "strictatime") a second call remounts the bind
-// with MS_REMOUNT | MS_BIND and those flags; if that fails the bind is undone,
-// so a volume asked for read-only is never left mounted read-write. "rw",
+// seam. When the options ask for per-mount flags ("ro", "nosuid", "nodev",
+// "noexec", "noatime", "nodiratime", "relatime", "strictatime") the bind gets
+// them before it appears at the target (Syscalls::BindMountWithFlags), so not
+// even a crash can leave a volume asked for read-only mounted read-write.
+// Where the kernel cannot do that, bind mounts ignore per-mount flags on the
+// first call, so a second call remounts the bind with MS_REMOUNT | MS_BIND and
+// those flags; if that fails the bind is undone. "rw",
 // "bind", "defaults" and the positive forms ("suid", "dev", "exec", "atime")
 // are accepted and change nothing, "rbind" binds recursively; anything else is
 // INVALID_ARGUMENT.

@@ -9,8 +9,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -136,6 +138,55 @@ TEST_F(BindMounterTest, FailedRemountUndoesTheBind) {
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(s.message().find("bind undone"), std::string::npos) << s;
   EXPECT_EQ(sys_.MountCount(), 0);  // never left mounted read-write
+}
+
+// Offers BindMountWithFlags (recording its calls, then binding and remounting
+// on the fake); counts plain mount(2) calls.
+class OneStepBind : public FailRemount {
+ public:
+  explicit OneStepBind(FakeSyscalls* fake) : FailRemount(fake), fake_(fake) {}
+  absl::Status Mount(const std::string& source, const std::string& target,
+                     const std::string& fstype, unsigned long flags,
+                     const std::string& data) override {
+    ++plain_mounts;
+    return fake_->Mount(source, target, fstype, flags, data);
+  }
+  absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
+                                  bool recursive, unsigned long flags) override {
+    calls.push_back(absl::StrCat(source, " ", target, " ", recursive, " ", flags));
+    if (absl::Status s = fake_->Mount(source, target, "", MS_BIND, ""); !s.ok()) return s;
+    return fake_->Mount(source, target, "", MS_REMOUNT | MS_BIND | flags, "");
+  }
+  std::vector<std::string> calls;
+  int plain_mounts = 0;
+
+ private:
+  FakeSyscalls* fake_;
+};
+
+// Regression: a kill between the bind and its remount left a read-only
+// request mounted read-write, and the retry then failed (ALREADY_EXISTS).
+TEST_F(BindMounterTest, CrashBetweenBindAndRemountCannotLeaveReadWriteWhereOneStepWorks) {
+  OneStepBind one_step(&sys_);
+  auto mounter = NewBindMounter(&one_step);
+  ASSERT_TRUE(mounter->Mount("/src", "/dst", "", {"ro", "nosuid", "rbind"}).ok());
+  EXPECT_EQ(one_step.plain_mounts, 0) << "a read-write bind appeared first";
+  ASSERT_EQ(one_step.calls.size(), 1u);
+  EXPECT_EQ(one_step.calls[0], absl::StrCat("/src /dst 1 ", MS_RDONLY | MS_NOSUID));
+  // Without flags there is one plain bind, as before.
+  ASSERT_TRUE(sys_.AddDir("/dst2").ok());
+  ASSERT_TRUE(mounter->Mount("/src", "/dst2", "", {"rw"}).ok());
+  EXPECT_EQ(one_step.plain_mounts, 1);
+  EXPECT_EQ(one_step.calls.size(), 1u);
+}
+
+TEST_F(BindMounterTest, KernelWithoutOneStepBindFallsBackToBindAndRemount) {
+  // The fake does not offer BindMountWithFlags (UNIMPLEMENTED).
+  ASSERT_TRUE(mounter_->Mount("/src", "/dst", "", {"ro"}).ok());
+  EXPECT_EQ(sys_.CallCount(Op::kMount), 2);
+  absl::StatusOr<std::optional<MountEntry>> entry = MountChecker(&sys_).FindMountAt("/dst");
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->options.substr(0, 2), "ro") << (*entry)->options;
 }
 
 // --- ExecMounter with a fake mount program --------------------------------------

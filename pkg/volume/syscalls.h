@@ -71,6 +71,20 @@ class Syscalls {
                              const std::string& fstype, unsigned long flags,
                              const std::string& data) = 0;
 
+  // Bind-mounts `source` (with everything mounted below it when
+  // `recursive`) on `target` with the per-mount `flags` (MS_RDONLY,
+  // MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME, MS_NODIRATIME, MS_RELATIME,
+  // MS_STRICTATIME) set before the mount appears at `target`: open_tree(2)
+  // of a detached copy, mount_setattr(2), move_mount(2). Nothing - not even a
+  // crash between the steps - can leave the bind at `target` without the
+  // flags. UNIMPLEMENTED when the kernel lacks these calls (before Linux
+  // 5.12) or the implementation does not offer them; callers then bind and
+  // remount in two mount(2) calls.
+  virtual absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
+                                          bool recursive, unsigned long flags) {
+    return absl::UnimplementedError("bind mounts with flags in one step are not supported");
+  }
+
   // umount2(2) with MNT_FORCE / MNT_DETACH / UMOUNT_NOFOLLOW flags. A call
   // may block for as long as the kernel does; see UnmountWithEscalation
   // (cleanup.h) for a bounded wait.

@@ -1,0 +1,34 @@
+#include "pkg/csimanager/grpc_status.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace lustre_csi::csimanager {
+namespace {
+
+TEST(GrpcStatusTest, CodesAndMessagesRoundTrip) {
+  EXPECT_TRUE(ToGrpc(absl::OkStatus()).ok());
+  grpc::Status g = ToGrpc(absl::FailedPreconditionError("fix it"));
+  EXPECT_EQ(g.error_code(), grpc::FAILED_PRECONDITION);
+  EXPECT_EQ(g.error_message(), "fix it");
+  absl::Status a = FromGrpc(grpc::Status(grpc::UNAVAILABLE, "gone"), "NodePublishVolume");
+  EXPECT_EQ(a.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(a.message(), "NodePublishVolume: gone");
+}
+
+// Regression: a message echoing a 10 KB id went out whole, the client refused
+// the oversized header and saw RESOURCE_EXHAUSTED instead of INVALID_ARGUMENT.
+TEST(GrpcStatusTest, HugeMessageIsCutSoTheCodeReachesTheClient) {
+  std::string id(10 * 1024, '\x01');  // percent-encoded on the wire: 3 bytes each
+  grpc::Status g = ToGrpc(absl::InvalidArgumentError("invalid plugin name \"" + id + "\""));
+  EXPECT_EQ(g.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_LE(g.error_message().size(), kMaxStatusMessageBytes + 64);
+  EXPECT_EQ(g.error_message().substr(0, 20), "invalid plugin name ");
+  EXPECT_NE(g.error_message().find("bytes cut)"), std::string::npos);
+  std::string longest(kMaxStatusMessageBytes, 'm');
+  EXPECT_EQ(ToGrpc(absl::InternalError(longest)).error_message(), longest);
+}
+
+}  // namespace
+}  // namespace lustre_csi::csimanager

@@ -1,0 +1,33 @@
+#include "pkg/driver/grpc_glue.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+TEST(ToGrpcStatusTest, KeepsCodeAndMessage) {
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+  grpc::Status s = ToGrpcStatus(absl::NotFoundError("volume path /x does not exist"));
+  EXPECT_EQ(s.error_code(), grpc::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "volume path /x does not exist");
+  std::string longest(kMaxStatusMessageBytes, 'm');
+  EXPECT_EQ(ToGrpcStatus(absl::InternalError(longest)).error_message(), longest);
+}
+
+// Regression: a message echoing a 10 KB request value went out whole, the
+// client refused the oversized header and saw RESOURCE_EXHAUSTED (which the
+// plugin manager retries) instead of INVALID_ARGUMENT.
+TEST(ToGrpcStatusTest, HugeMessageIsCutSoTheCodeReachesTheClient) {
+  std::string value(10 * 1024, '\xff');  // percent-encoded on the wire: 3 bytes each
+  grpc::Status s = ToGrpcStatus(absl::InvalidArgumentError("fs-name '" + value + "' is invalid"));
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_LE(s.error_message().size(), kMaxStatusMessageBytes + 64);
+  EXPECT_EQ(s.error_message().substr(0, 9), "fs-name '");
+  EXPECT_NE(s.error_message().find("bytes cut)"), std::string::npos) << s.error_message();
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver
