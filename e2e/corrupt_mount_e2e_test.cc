@@ -30,12 +30,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
 // File-system types of the mounts stacked at `point`, bottom first.
 std::vector<std::string> FsTypesAt(const std::string& point) {
   std::vector<std::string> out;
@@ -66,7 +60,7 @@ class CorruptMountTest : public testing::Test {
                                  "--endpoint=unix://" + socket_},
         tmp_.Join("node.log"));
     ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(10)).ok()) << ReadFile(tmp_.Join("node.log"));
-    auto channel = Channel(socket_);
+    auto channel = UnixChannel(socket_);
     stub_ = csi::v1::Node::NewStub(channel);
     identity_ = csi::v1::Identity::NewStub(channel);
   }
@@ -270,13 +264,3 @@ TEST_F(CorruptMountTest, InjectedStatErrorsAreAbnormalAndTheNodeKeepsServing) {
 
 }  // namespace
 }  // namespace lustre_csi::e2e
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
-  if (!ns.ok()) {
-    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
-    return 1;
-  }
-  return RUN_ALL_TESTS();
-}

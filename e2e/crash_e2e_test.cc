@@ -37,12 +37,6 @@ using ::testing::IsEmpty;
 
 constexpr char kDriver[] = "azurelustre.csi.azure.com";
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
 // Whether `dir` is on a writable mount (access(2) reports EROFS even to root).
 bool Writable(const std::string& dir) { return access(dir.c_str(), W_OK) == 0; }
 
@@ -100,7 +94,7 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
                                  "--endpoint=unix://" + socket_},
         tmp_.Join("node.log"));
     ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(10)).ok()) << ReadFile(tmp_.Join("node.log"));
-    stub_ = csi::v1::Node::NewStub(Channel(socket_));
+    stub_ = csi::v1::Node::NewStub(UnixChannel(socket_));
   }
 
   grpc::Status Publish(const std::string& target, bool read_only) {
@@ -289,7 +283,7 @@ class ManagerCrashTest : public testing::Test {
     manager_ = std::make_unique<Subprocess>(argv, tmp_.Join("manager.log"));
     ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(20)).ok())
         << ReadFile(tmp_.Join("manager.log"));
-    stub_ = pb::PluginManager::NewStub(Channel(socket_));
+    stub_ = pb::PluginManager::NewStub(UnixChannel(socket_));
   }
 
   grpc::Status WaitForPlugin() {
@@ -550,13 +544,3 @@ TEST_F(ManagerCrashTest, PluginKilledDuringPublishThenBack) {
 
 }  // namespace
 }  // namespace lustre_csi::e2e
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
-  if (!ns.ok()) {
-    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
-    return 1;
-  }
-  return RUN_ALL_TESTS();
-}

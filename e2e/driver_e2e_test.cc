@@ -28,14 +28,6 @@ namespace {
 
 using ::testing::IsEmpty;
 
-// A channel with subchannels of its own: gRPC otherwise shares connections
-// between channels, and one to a killed server would be reused.
-std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
 class DriverE2eTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -54,7 +46,7 @@ class DriverE2eTest : public testing::Test {
         tmp_.Join("controller.log"));
     ASSERT_TRUE(WaitForSocket(controller_socket_, absl::Seconds(10)).ok())
         << ReadFile(tmp_.Join("controller.log"));
-    controller_stub_ = csi::v1::Controller::NewStub(Channel(controller_socket_));
+    controller_stub_ = csi::v1::Controller::NewStub(UnixChannel(controller_socket_));
   }
 
   void TearDown() override {
@@ -71,7 +63,7 @@ class DriverE2eTest : public testing::Test {
     ASSERT_TRUE(WaitForSocket(node_socket_, absl::Seconds(10)).ok())
         << ReadFile(tmp_.Join("node.log"));
     // A fresh channel: one that saw the old server die sits in reconnect backoff.
-    auto node_channel = Channel(node_socket_);
+    auto node_channel = UnixChannel(node_socket_);
     node_ = csi::v1::Node::NewStub(node_channel);
     identity_ = csi::v1::Identity::NewStub(node_channel);
   }
@@ -378,7 +370,7 @@ TEST(SubDirProvisioningE2eTest, CreateMakesOwnedSubDirDeleteHonoursThePolicy) {
                         tmp.Join("controller.log"));
   ASSERT_TRUE(WaitForSocket(socket_path, absl::Seconds(10)).ok())
       << ReadFile(tmp.Join("controller.log"));
-  auto stub = csi::v1::Controller::NewStub(Channel(socket_path));
+  auto stub = csi::v1::Controller::NewStub(UnixChannel(socket_path));
 
   auto create = [&](const std::string& name, const std::string& policy, csi::v1::Volume* out) {
     csi::v1::CreateVolumeRequest req;
@@ -485,7 +477,7 @@ TEST(NodeServingE2eTest, KubeletRegistrationAndHttpEndpoints) {
   ASSERT_TRUE(WaitForSocket(reg_socket, absl::Seconds(10)).ok()) << ReadFile(tmp.Join("node.log"));
 
   // What the kubelet does: GetInfo, then NotifyRegistrationStatus.
-  auto reg = pluginregistration::Registration::NewStub(Channel(reg_socket));
+  auto reg = pluginregistration::Registration::NewStub(UnixChannel(reg_socket));
   grpc::ClientContext ctx;
   pluginregistration::PluginInfo info;
   ASSERT_TRUE(reg->GetInfo(&ctx, {}, &info).ok());
@@ -505,7 +497,7 @@ TEST(NodeServingE2eTest, KubeletRegistrationAndHttpEndpoints) {
   std::string readyz = HttpGet(port, "/readyz");
   EXPECT_THAT(readyz, testing::StartsWith("HTTP/1.1 503"));
   EXPECT_THAT(readyz, testing::HasSubstr("mount.lustre"));
-  auto identity = csi::v1::Identity::NewStub(Channel(socket_path));
+  auto identity = csi::v1::Identity::NewStub(UnixChannel(socket_path));
   grpc::ClientContext probe_ctx;
   csi::v1::ProbeResponse probe;
   ASSERT_TRUE(identity->Probe(&probe_ctx, {}, &probe).ok());
@@ -522,13 +514,3 @@ TEST(NodeServingE2eTest, KubeletRegistrationAndHttpEndpoints) {
 
 }  // namespace
 }  // namespace lustre_csi::e2e
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
-  if (!ns.ok()) {
-    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
-    return 1;
-  }
-  return RUN_ALL_TESTS();
-}

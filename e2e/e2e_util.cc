@@ -131,6 +131,12 @@ int Subprocess::Wait(absl::Duration timeout) {
   return exit_code_;
 }
 
+std::shared_ptr<grpc::Channel> UnixChannel(const std::string& path) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("unix:" + path, grpc::InsecureChannelCredentials(), args);
+}
+
 absl::Status WaitForSocket(const std::string& path, absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {

@@ -6,9 +6,11 @@
 #ifndef LUSTRE_CSI_E2E_E2E_UTIL_H_
 #define LUSTRE_CSI_E2E_E2E_UTIL_H_
 
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,11 @@ class Subprocess {
   bool reaped_ = false;
   int exit_code_ = -1000;
 };
+
+// A gRPC channel to the unix socket `path` with a connection of its own (gRPC
+// otherwise shares connections between channels, and would reuse one to a
+// killed server).
+std::shared_ptr<grpc::Channel> UnixChannel(const std::string& path);
 
 // Waits until something accepts on the unix socket `path`.
 absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);

@@ -17,12 +17,6 @@
 namespace lustre_csi::e2e {
 namespace {
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
 class MountFaultTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -47,7 +41,7 @@ class MountFaultTest : public testing::Test {
                                  "--mount-timeout-seconds=1", "--endpoint=unix://" + socket_},
         tmp_.Join("node.log"));
     ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(10)).ok()) << ReadFile(tmp_.Join("node.log"));
-    stub_ = csi::v1::Node::NewStub(Channel(socket_));
+    stub_ = csi::v1::Node::NewStub(UnixChannel(socket_));
   }
 
   grpc::Status Publish(const std::string& target) {
@@ -130,13 +124,3 @@ TEST_F(MountFaultTest, BusyTargetIsDetachedOnUnpublish) {
 
 }  // namespace
 }  // namespace lustre_csi::e2e
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
-  if (!ns.ok()) {
-    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
-    return 1;
-  }
-  return RUN_ALL_TESTS();
-}

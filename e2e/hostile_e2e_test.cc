@@ -41,14 +41,6 @@ using ::testing::IsEmpty;
 constexpr char kDriver[] = "azurelustre.csi.azure.com";
 constexpr char kVolumeId[] = "pvc-1#lustrefs#10.0.0.4##f";
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  // No client-side limit: the servers' limits are under test.
-  args.SetMaxSendMessageSize(-1);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
 std::unique_ptr<grpc::ClientContext> Context() {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
@@ -101,13 +93,13 @@ class HostileE2eTest : public testing::Test {
     for (const char* s : {"node.sock", "controller.sock", "pm.sock"}) {
       ASSERT_TRUE(WaitForSocket(tmp_.Join(s), absl::Seconds(20)).ok()) << s;
     }
-    auto node_channel = Channel(tmp_.Join("node.sock"));
+    auto node_channel = UnixChannel(tmp_.Join("node.sock"));
     node_stub_ = csi::v1::Node::NewStub(node_channel);
     node_identity_ = csi::v1::Identity::NewStub(node_channel);
-    auto controller_channel = Channel(tmp_.Join("controller.sock"));
+    auto controller_channel = UnixChannel(tmp_.Join("controller.sock"));
     controller_stub_ = csi::v1::Controller::NewStub(controller_channel);
     controller_identity_ = csi::v1::Identity::NewStub(controller_channel);
-    manager_stub_ = pb::PluginManager::NewStub(Channel(tmp_.Join("pm.sock")));
+    manager_stub_ = pb::PluginManager::NewStub(UnixChannel(tmp_.Join("pm.sock")));
 
     pb::WaitForPluginRequest wait;
     wait.set_name(kDriver);
@@ -545,9 +537,9 @@ TEST_F(HostileE2eTest, BytesThatAreNoProtobufAreRefusedWithoutACrash) {
       std::string("\x0a\x02\xc3\x28", 4),
       std::string("\x0a\xff\xff\xff\xff\x0f", 6),
   };
-  auto node = Channel(tmp_.Join("node.sock"));
-  auto controller = Channel(tmp_.Join("controller.sock"));
-  auto manager = Channel(tmp_.Join("pm.sock"));
+  auto node = UnixChannel(tmp_.Join("node.sock"));
+  auto controller = UnixChannel(tmp_.Join("controller.sock"));
+  auto manager = UnixChannel(tmp_.Join("pm.sock"));
   const std::vector<std::pair<std::shared_ptr<grpc::Channel>, std::string>> methods = {
       {node, "/csi.v1.Node/NodePublishVolume"},
       {node, "/csi.v1.Node/NodeUnpublishVolume"},
@@ -599,11 +591,11 @@ TEST_F(HostileE2eTest, ThousandsOfConcurrentCallsAreAllAnswered) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       // A connection of its own per thread and server.
-      auto node_channel = Channel(tmp_.Join("node.sock"));
+      auto node_channel = UnixChannel(tmp_.Join("node.sock"));
       auto node = csi::v1::Node::NewStub(node_channel);
       auto node_identity = csi::v1::Identity::NewStub(node_channel);
-      auto controller = csi::v1::Controller::NewStub(Channel(tmp_.Join("controller.sock")));
-      auto manager = pb::PluginManager::NewStub(Channel(tmp_.Join("pm.sock")));
+      auto controller = csi::v1::Controller::NewStub(UnixChannel(tmp_.Join("controller.sock")));
+      auto manager = pb::PluginManager::NewStub(UnixChannel(tmp_.Join("pm.sock")));
       for (int i = 0; i < kCallsPerThread; ++i) {
         std::string target = tmp_.Join(absl::StrCat("pods/c", t, "-", i));
         switch (i % 4) {
@@ -677,13 +669,3 @@ TEST_F(HostileE2eTest, ThousandsOfConcurrentCallsAreAllAnswered) {
 
 }  // namespace
 }  // namespace lustre_csi::e2e
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
-  if (!ns.ok()) {
-    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
-    return 1;
-  }
-  return RUN_ALL_TESTS();
-}

@@ -36,12 +36,6 @@ using ::testing::Not;
 
 constexpr char kDriver[] = "azurelustre.csi.azure.com";
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
 // Occurrences of `needle` in `text`.
 int Count(const std::string& text, const std::string& needle) {
   int n = 0;
@@ -73,7 +67,7 @@ class LifecycleE2eTest : public testing::Test {
         << ReadFile(tmp_.Join("controller.log"));
     ASSERT_TRUE(WaitForSocket(tmp_.Join("node.sock"), absl::Seconds(10)).ok())
         << ReadFile(tmp_.Join("node.log"));
-    controller_stub_ = csi::v1::Controller::NewStub(Channel(tmp_.Join("controller.sock")));
+    controller_stub_ = csi::v1::Controller::NewStub(UnixChannel(tmp_.Join("controller.sock")));
   }
 
   void TearDown() override {
@@ -97,7 +91,7 @@ class LifecycleE2eTest : public testing::Test {
     manager_ = std::make_unique<Subprocess>(argv, tmp_.Join("manager.log"));
     ASSERT_TRUE(WaitForSocket(tmp_.Join("pm.sock"), absl::Seconds(20)).ok())
         << ReadFile(tmp_.Join("manager.log"));
-    manager_stub_ = pb::PluginManager::NewStub(Channel(tmp_.Join("pm.sock")));
+    manager_stub_ = pb::PluginManager::NewStub(UnixChannel(tmp_.Join("pm.sock")));
     pb::WaitForPluginRequest req;
     req.set_name(kDriver);
     req.set_type(pb::PLUGIN_TYPE_NODE);
@@ -333,13 +327,3 @@ TEST_F(LifecycleE2eTest, ConcurrentMountsOfOneVolumeAreQueuedNeverAborted) {
 
 }  // namespace
 }  // namespace lustre_csi::e2e
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
-  if (!ns.ok()) {
-    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
-    return 1;
-  }
-  return RUN_ALL_TESTS();
-}

@@ -28,12 +28,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
 std::string StagingPluginPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   return std::string(srcdir != nullptr ? srcdir : ".") + "/lustre_csi/e2e/staging-plugin";
@@ -80,7 +74,7 @@ class ManagerE2eTest : public testing::Test {
     manager_ = std::make_unique<Subprocess>(argv, tmp_.Join("manager.log"));
     ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(20)).ok())
         << ReadFile(tmp_.Join("manager.log"));
-    stub_ = pb::PluginManager::NewStub(Channel(socket_));
+    stub_ = pb::PluginManager::NewStub(UnixChannel(socket_));
   }
 
   void KillManager() {
@@ -318,13 +312,3 @@ TEST_F(ManagerE2eTest, SigtermKeepsMountsUnmountOnShutdownRemovesThem) {
 
 }  // namespace
 }  // namespace lustre_csi::e2e
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  absl::Status ns = lustre_csi::e2e::EnterPrivateMountNamespace();
-  if (!ns.ok()) {
-    fprintf(stderr, "%s\n", std::string(ns.message()).c_str());
-    return 1;
-  }
-  return RUN_ALL_TESTS();
-}
