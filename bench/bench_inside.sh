@@ -12,13 +12,15 @@ mbench=$B/bench/manager-bench
 
 mount --make-rprivate /
 w=$(mktemp -d /tmp/lustre-csi-bench.XXXXXX)
+# Everything lives on a tmpfs of its own: one lazy unmount at the end takes
+# the whole tree with it, however many mounts the benchmarks made below it.
+mount -t tmpfs -o size=1g lustre-csi-bench "$w"
 pids=()
 cleanup() {
   for pid in "${pids[@]:-}"; do [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  grep -F " $w" /proc/self/mountinfo | awk '{print $5}' | sort -r |
-    while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  rm -rf "$w"
+  umount -l "$w"
+  rmdir "$w"
 }
 trap cleanup EXIT
 results=$OUT/results.txt
