@@ -95,6 +95,52 @@ TEST_F(UnixGrpcServerTest, ServesOwnerOnlySocketWithHealthAndRemovesItOnShutdown
   EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
 }
 
+// grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo with a
+// list_services request (field 7, empty string), through a raw streaming
+// call; the answer lists the service names.
+TEST_F(UnixGrpcServerTest, ServesReflection) {
+  auto server = UnixGrpcServer::Start(path_, {&service_});
+  ASSERT_TRUE(server.ok()) << server.status();
+  grpc::GenericStub stub(Channel());
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call =
+      stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag;
+  bool ok;
+  auto step = [&](intptr_t want) {
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
+    return ok;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(step(1));
+  grpc::Slice request_slice(std::string("\x3a\x00", 2));
+  grpc::ByteBuffer request(&request_slice, 1);
+  call->Write(request, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(step(2));
+  grpc::ByteBuffer reply;
+  call->Read(&reply, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(step(3));
+  std::vector<grpc::Slice> slices;
+  reply.Dump(&slices);
+  std::string bytes;
+  for (const grpc::Slice& sl : slices)
+    bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  EXPECT_NE(bytes.find("pluginregistration.Registration"), std::string::npos);
+  EXPECT_NE(bytes.find("grpc.health.v1.Health"), std::string::npos);
+  call->WritesDone(reinterpret_cast<void*>(4));
+  step(4);
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  step(5);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
 TEST_F(UnixGrpcServerTest, SecondServerOnLiveSocketIsRefused) {
   auto first = UnixGrpcServer::Start(path_, {&service_});
   ASSERT_TRUE(first.ok()) << first.status();
