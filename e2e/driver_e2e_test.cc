@@ -430,38 +430,6 @@ TEST(SubDirProvisioningE2eTest, CreateMakesOwnedSubDirDeleteHonoursThePolicy) {
   EXPECT_EQ(access(tmp.Join("lustre/lustrefs/team/users").c_str(), F_OK), 0);
 }
 
-// Raw HTTP GET against 127.0.0.1:port; the whole answer.
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-    send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-    char buf[4096];
-    ssize_t n;
-    while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, n);
-  }
-  close(fd);
-  return out;
-}
-
-// A free TCP port on loopback (bound, read, released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(NodeServingE2eTest, KubeletRegistrationAndHttpEndpoints) {
   TempDir tmp;
   ASSERT_EQ(mkdir(tmp.Join("registry").c_str(), 0755), 0);

@@ -115,6 +115,13 @@ class Strace {
   Subprocess process_;
 };
 
+// A raw HTTP GET against 127.0.0.1:`port`: the whole answer, empty when
+// nothing listens.
+std::string HttpGet(int port, const std::string& path);
+
+// A free TCP port on loopback (bound, read, released).
+int FreePort();
+
 // Reads a whole file; empty on error.
 std::string ReadFile(const std::string& path);
 absl::Status WriteFile(const std::string& path, const std::string& data);

@@ -278,6 +278,30 @@ TEST_F(ManagerE2eTest, CliListsPluginsClaimsAndNodeInfo) {
   EXPECT_EQ(rc, 1);
 }
 
+TEST_F(ManagerE2eTest, MetricsAndHealthOverHttp) {
+  StartNodePlugin();
+  int port = FreePort();
+  StartManager({absl::StrCat("--metrics-address=127.0.0.1:", port)});
+  Wait(kDriver);
+  pb::MountInfo info;
+  ASSERT_TRUE(Mount(MountRequest(kDriver, "alloc-m",
+                                 {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "lustrefs"}}),
+                    &info)
+                  .ok());
+  EXPECT_THAT(HttpGet(port, "/healthz"), testing::StartsWith("HTTP/1.1 200"));
+  std::string metrics = HttpGet(port, "/metrics");
+  EXPECT_THAT(metrics, testing::StartsWith("HTTP/1.1 200"));
+  // Plugins by health, operations by result, claims by state.
+  EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_plugins{health=\"healthy\"} 1\n"));
+  EXPECT_THAT(
+      metrics,
+      HasSubstr(
+          "lustre_csi_plugin_manager_operations_total{operation=\"mount\",result=\"ok\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_claims{state=\"mounted\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("lustre_csi_plugin_manager_operation_duration_seconds_count{"));
+  ASSERT_TRUE(Unmount(MountRequest(kDriver, "alloc-m", {})).ok());
+}
+
 TEST_F(ManagerE2eTest, CorruptStoreIsRefusedClearly) {
   ASSERT_EQ(mkdir(tmp_.Join("state").c_str(), 0755), 0);
   ASSERT_TRUE(WriteFile(tmp_.Join("state/pm.db"), std::string(8192, 'x')).ok());
