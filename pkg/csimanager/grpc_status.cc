@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {
 
@@ -13,15 +14,6 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view context) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }
 
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  absl::string_view message = status.message();
-  if (message.size() <= kMaxStatusMessageBytes) {
-    return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(message));
-  }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      absl::StrCat(message.substr(0, kMaxStatusMessageBytes), "... (",
-                                   message.size() - kMaxStatusMessageBytes, " bytes cut)"));
-}
+grpc::Status ToGrpc(const absl::Status& status) { return server::ToGrpcStatus(status); }
 
 }  // namespace lustre_csi::csimanager

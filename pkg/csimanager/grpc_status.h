@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {
 
@@ -18,11 +19,8 @@ namespace lustre_csi::csimanager {
 // is not empty.
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view context = "");
 
-// The longest status message ToGrpc sends; longer ones are cut. gRPC sends
-// the message percent-encoded (up to three bytes for one) in a header, and
-// clients refuse headers over 8 KiB by default: a message echoing a huge
-// request value would reach them as RESOURCE_EXHAUSTED instead of its code.
-inline constexpr size_t kMaxStatusMessageBytes = 2048;
+// Status messages are cut at this length (see pkg/server/grpc_status.h).
+using server::kMaxStatusMessageBytes;
 
 grpc::Status ToGrpc(const absl::Status& status);
 

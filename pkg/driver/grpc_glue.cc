@@ -48,18 +48,6 @@ const char* CodeName(grpc::StatusCode code) {
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  // absl and gRPC share the canonical code numbers.
-  absl::string_view message = status.message();
-  if (message.size() <= kMaxStatusMessageBytes) {
-    return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(message));
-  }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      absl::StrCat(message.substr(0, kMaxStatusMessageBytes), "... (",
-                                   message.size() - kMaxStatusMessageBytes, " bytes cut)"));
-}
-
 absl::Status CheckCapability(const csi::v1::VolumeCapability& cap) {
   if (cap.has_block()) {
     return absl::InvalidArgumentError("block volumes are not supported; Lustre is a file system");

@@ -10,18 +10,17 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "pkg/server/grpc_status.h"
 #include "pkg/server/metrics.h"
 #include "proto/csi.pb.h"
 
 namespace lustre_csi::driver {
 
-// The longest status message sent; longer ones are cut. gRPC sends the
-// message percent-encoded (up to three bytes for one) in a header, and
-// clients refuse headers over 8 KiB by default: a message echoing a huge
-// request value would reach them as RESOURCE_EXHAUSTED instead of its code.
-inline constexpr size_t kMaxStatusMessageBytes = 2048;
+// Status messages are cut at this length (see pkg/server/grpc_status.h).
+using server::kMaxStatusMessageBytes;
 
-grpc::Status ToGrpcStatus(const absl::Status& status);
+// The one absl-to-gRPC status conversion, shared with the plugin manager.
+using server::ToGrpcStatus;
 
 // INVALID_ARGUMENT unless `cap` is a mount (not block) capability with an
 // access mode this driver serves.
