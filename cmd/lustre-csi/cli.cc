@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cmd/lustre-csi/common_flags.h"
 #include "pkg/version/version.h"
@@ -143,6 +144,20 @@ absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
     }
   }
   return parsed;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseKeyValues(absl::string_view flag,
+                                                                  absl::string_view text) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": '", pair, "' is not key=value"));
+    }
+    out[kv[0]] = kv[1];
+  }
+  return out;
 }
 
 std::string Usage(absl::string_view program, const std::vector<Subcommand>& table) {

@@ -12,6 +12,7 @@
 #define LUSTRE_CSI_CMD_LUSTRE_CSI_CLI_H_
 
 #include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -61,6 +62,11 @@ struct ParsedArgs {
 // Everything after `--` is positional. Errors name the offending flag.
 absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
                                       const std::vector<std::string>& allowed);
+
+// Parses the value of flag `--flag`, "key=value[,key=value]" (a value may
+// hold '='); INVALID_ARGUMENT names the flag and the bad item.
+absl::StatusOr<std::map<std::string, std::string>> ParseKeyValues(absl::string_view flag,
+                                                                  absl::string_view text);
 
 // Runs `argv` (without the program name) against `table`.
 int Dispatch(absl::string_view program, const std::vector<std::string>& argv,

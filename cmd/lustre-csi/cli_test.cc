@@ -162,6 +162,18 @@ TEST_F(DispatchTest, SubcommandVersionDoesNotRun) {
   EXPECT_FALSE(ran_);
 }
 
+TEST(ParseKeyValuesTest, Table) {
+  auto ok = ParseKeyValues("topology", "zone=z1,rack=r=2,,");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(*ok, (std::map<std::string, std::string>{{"zone", "z1"}, {"rack", "r=2"}}));
+  EXPECT_TRUE(ParseKeyValues("x", "")->empty());
+  for (const char* bad : {"novalue", "=v", "a=1,b"}) {
+    auto got = ParseKeyValues("volume-context", bad);
+    ASSERT_FALSE(got.ok()) << bad;
+    EXPECT_THAT(got.status().message(), HasSubstr("--volume-context"));
+  }
+}
+
 TEST(ParseFlagsTest, RejectsFlagsNotAllowedEvenIfRegistered) {
   gflags::FlagSaver saver;
   absl::StatusOr<ParsedArgs> parsed = ParseFlags({"--test_count=4"}, {"test_endpoint"});

@@ -70,18 +70,6 @@ std::string EndpointFlag() {
   return "unix:///csi/csi.sock";
 }
 
-absl::StatusOr<std::map<std::string, std::string>> ParseTopology(const std::string& text) {
-  std::map<std::string, std::string> out;
-  for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
-    if (kv.size() != 2 || kv[0].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("--topology: '", pair, "' is not key=value"));
-    }
-    out[kv[0]] = kv[1];
-  }
-  return out;
-}
-
 // Everything a role serves, started in order and stopped in reverse.
 struct Serving {
   std::unique_ptr<UnixGrpcServer> csi;
@@ -158,7 +146,8 @@ int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
     streams.err << s.message() << "\n";
     return cli::kExitUsage;
   }
-  absl::StatusOr<std::map<std::string, std::string>> topology = ParseTopology(FLAGS_topology);
+  absl::StatusOr<std::map<std::string, std::string>> topology =
+      cli::ParseKeyValues("topology", FLAGS_topology);
   if (!topology.ok()) return Fail(streams, "node", topology.status());
   absl::StatusOr<std::string> socket = server::ParseUnixEndpoint(EndpointFlag());
   if (!socket.ok()) return Fail(streams, "node", socket.status());

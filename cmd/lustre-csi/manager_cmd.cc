@@ -86,20 +86,6 @@ int Fail(cli::Streams streams, const std::string& what, const absl::Status& stat
   return cli::kExitFailure;
 }
 
-absl::StatusOr<std::map<std::string, std::string>> ParsePairs(const std::string& flag,
-                                                              const std::string& text) {
-  std::map<std::string, std::string> out;
-  for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
-    if (kv.size() != 2 || kv[0].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, ": '", pair, "' is not key=value"));
-    }
-    out[kv[0]] = kv[1];
-  }
-  return out;
-}
-
 // ------------------------------------------------------------------ daemon
 
 absl::StatusOr<std::vector<csimanager::PluginRecord>> StaticPlugins() {
@@ -400,10 +386,10 @@ class Client {
     absl::StatusOr<pb::Usage> usage = UsageFromFlags();
     if (!usage.ok()) return Fail(streams_, verb_, usage.status());
     absl::StatusOr<std::map<std::string, std::string>> context =
-        ParsePairs("volume-context", FLAGS_volume_context);
+        cli::ParseKeyValues("volume-context", FLAGS_volume_context);
     if (!context.ok()) return Fail(streams_, verb_, context.status());
     absl::StatusOr<std::map<std::string, std::string>> publish =
-        ParsePairs("publish-context", FLAGS_publish_context);
+        cli::ParseKeyValues("publish-context", FLAGS_publish_context);
     if (!publish.ok()) return Fail(streams_, verb_, publish.status());
     pb::MountVolumeRequest req;
     req.set_plugin(args[0]);
