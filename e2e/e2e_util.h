@@ -75,6 +75,12 @@ absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);
 // Mount points (unescaped) at or below `prefix` in /proc/self/mountinfo.
 std::vector<std::string> MountsUnder(const std::string& prefix);
 
+// Makes this mount namespace's /proc/filesystems list `lustre`, as it does on
+// a host with the Lustre client module loaded: a file holding the real list
+// plus that line is bind-mounted over it (once; `scratch` must outlive the
+// namespace's use of it). Only for tests in a private mount namespace.
+absl::Status PretendLustreModuleLoaded(const std::string& scratch);
+
 // Process ids of this process's children, zombies included (not yet reaped).
 std::vector<pid_t> ChildProcesses();
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -13,6 +14,7 @@
 #include "pkg/driver/controller.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/node.h"
+#include "pkg/driver/readiness.h"
 #include "pkg/driver/registration.h"
 #include "pkg/driver/services.h"
 #include "pkg/server/endpoint.h"
@@ -21,8 +23,8 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/version/version.h"
+#include "pkg/volume/linux_mount_namespace.h"
 #include "pkg/volume/linux_syscalls.h"
-#include "pkg/volume/mounter.h"
 
 DEFINE_string(endpoint, "",
               "unix socket to serve on: unix:///abs/path.sock or unix://relative.sock. node and "
@@ -37,9 +39,19 @@ DEFINE_string(mount_mode, "",
 DEFINE_bool(enable_azurelustre_mock_mount, false, "same as --mount-mode=mock");
 DEFINE_string(local_root, "", "root directory standing in for file systems in local mode");
 DEFINE_string(working_mount_dir, "/tmp",
-              "where the file system root is mounted briefly to create a missing sub-dir");
-DEFINE_string(mount_command, "/bin/mount",
-              "the mount program run in lustre mode (as: -t lustre -o <opts> <source> <target>)");
+              "where the file system root is mounted briefly to create a missing sub-dir; in a "
+              "container it must be the same directory on the host (under a Bidirectional "
+              "hostPath such as /var/lib/kubelet)");
+DEFINE_string(mount_namespace, "/proc/1/ns/mnt",
+              "lustre mode: the mount namespace where the Lustre mount helper runs and mounts "
+              "and unmounts are made; the default is the host's when the pod has hostPID: true; "
+              "'current' for the driver's own namespace (a node running on the host itself)");
+DEFINE_string(mount_helper, "/sbin/mount.lustre",
+              "lustre mode: the Lustre mount helper, a path in --mount-namespace, run as "
+              "<helper> -o <opts> <source> <target>");
+DEFINE_int32(readiness_interval_seconds, 15,
+             "lustre and local mode: how often readiness (mount helper, kernel module) is "
+             "checked again");
 DEFINE_int32(max_concurrent_mounts, 8, "Lustre mounts in flight at once");
 DEFINE_int32(mount_timeout_seconds, 120, "a mount that takes longer is killed and fails");
 DEFINE_int64(max_volumes_per_node, 0, "reported by NodeGetInfo; 0 means no limit");
@@ -112,23 +124,61 @@ absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
     return absl::InvalidArgumentError(
         absl::StrCat("lustre-csi ", role, ": --mount-mode=local needs --local-root"));
   }
-  if (FLAGS_max_concurrent_mounts < 1 || FLAGS_mount_timeout_seconds < 1) {
+  if (FLAGS_max_concurrent_mounts < 1 || FLAGS_mount_timeout_seconds < 1 ||
+      FLAGS_readiness_interval_seconds < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("lustre-csi ", role,
-                     ": --max-concurrent-mounts and --mount-timeout-seconds must be at least 1"));
+                     ": --max-concurrent-mounts, --mount-timeout-seconds and "
+                     "--readiness-interval-seconds must be at least 1"));
+  }
+  if (FLAGS_mount_namespace.empty() ||
+      (FLAGS_mount_namespace != "current" && FLAGS_mount_namespace[0] != '/')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lustre-csi ", role, ": --mount-namespace must be an absolute path or 'current'"));
+  }
+  if (FLAGS_mount_helper.empty() || FLAGS_mount_helper[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lustre-csi ", role, ": --mount-helper must be an absolute path"));
   }
   return absl::OkStatus();
 }
 
-std::unique_ptr<driver::MountBackend> MakeBackend(const std::string& mode, volume::Syscalls* sys) {
-  if (mode == "mock") return driver::NewMockBackend();
-  if (mode == "local") return driver::NewLocalBackend(sys, FLAGS_local_root);
-  driver::LustreBackendOptions options;
-  options.working_mount_dir = FLAGS_working_mount_dir;
-  return driver::NewLustreBackend(
-      sys,
-      volume::NewExecMounter(FLAGS_mount_command, absl::Seconds(FLAGS_mount_timeout_seconds), sys),
-      options);
+// What a role needs to reach file systems: the driver's view of the system,
+// where mounts are made, and the backend on top.
+struct Mounting {
+  std::unique_ptr<volume::Syscalls> linux;
+  std::unique_ptr<volume::MountNamespace> ns;  // lustre mode only
+  std::unique_ptr<volume::Syscalls> sys;       // unmounts routed to `ns` in lustre mode
+  std::unique_ptr<driver::MountBackend> backend;
+  std::unique_ptr<driver::ReadinessMonitor> readiness;
+
+  volume::Syscalls* view() { return sys ? sys.get() : linux.get(); }
+};
+
+Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics) {
+  Mounting m;
+  m.linux = volume::NewLinuxSyscalls();
+  absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
+  if (mode == "mock") {
+    m.backend = driver::NewMockBackend();
+  } else if (mode == "local") {
+    m.backend = driver::NewLocalBackend(m.linux.get(), FLAGS_local_root);
+  } else {
+    m.ns = volume::NewLinuxMountNamespace(
+        FLAGS_mount_namespace == "current" ? "" : FLAGS_mount_namespace, mount_timeout);
+    m.sys = volume::UnmountingIn(m.linux.get(), m.ns.get());
+    driver::LustreBackendOptions options;
+    options.mount_helper = FLAGS_mount_helper;
+    options.working_mount_dir = FLAGS_working_mount_dir;
+    options.mount_timeout = mount_timeout;
+    m.backend = driver::NewLustreBackend(m.sys.get(), m.ns.get(), options);
+  }
+  driver::MountBackend* backend = m.backend.get();
+  m.readiness = std::make_unique<driver::ReadinessMonitor>(
+      [backend] { return backend->CheckReady(); }, absl::Seconds(FLAGS_readiness_interval_seconds),
+      metrics);
+  m.readiness->Start();
+  return m;
 }
 
 int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
@@ -153,8 +203,8 @@ int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
   if (!socket.ok()) return Fail(streams, "node", socket.status());
 
   server::BlockTerminationSignals();
-  std::unique_ptr<volume::Syscalls> sys = volume::NewLinuxSyscalls();
-  std::unique_ptr<driver::MountBackend> backend = MakeBackend(mode, sys.get());
+  server::MetricsRegistry metrics;
+  Mounting mounting = MakeMounting(mode, &metrics);
 
   driver::NodeOptions options;
   options.node_id = FLAGS_nodeid;
@@ -162,18 +212,16 @@ int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
   options.topology = *topology;
   options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
   options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
-  driver::NodeLogic logic(options, sys.get(), backend.get());
+  driver::NodeLogic logic(options, mounting.view(), mounting.backend.get(),
+                          mounting.backend->MakesMounts() ? mounting.readiness.get() : nullptr);
 
-  server::MetricsRegistry metrics;
   version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
-  auto ready = [&backend] { return backend->Ready(); };
+  driver::ReadinessMonitor* readiness = mounting.readiness.get();
+  auto ready = [readiness] { return readiness->Current(); };
   driver::IdentityService identity({FLAGS_drivername, build.driver_version, false, ready},
                                    &metrics);
   driver::NodeService node(&logic, &metrics);
 
-  if (absl::Status s = backend->Ready(); !s.ok()) {
-    LOG(WARNING) << "node is not ready yet: " << s.message();
-  }
   Serving serving;
   absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi =
       UnixGrpcServer::Start(*socket, {&identity, &node});
@@ -209,22 +257,22 @@ int RunController(const std::vector<std::string>& args, cli::Streams streams) {
   absl::StatusOr<std::string> socket = server::ParseUnixEndpoint(EndpointFlag());
   if (!socket.ok()) return Fail(streams, "controller", socket.status());
 
-  std::unique_ptr<volume::Syscalls> sys;
-  std::unique_ptr<driver::MountBackend> backend;
   if (!FLAGS_mount_mode.empty()) {
     if (absl::Status s = CheckMountMode("controller", FLAGS_mount_mode); !s.ok()) {
       streams.err << s.message() << "\n";
       return cli::kExitUsage;
     }
-    sys = volume::NewLinuxSyscalls();
-    backend = MakeBackend(FLAGS_mount_mode, sys.get());
   }
 
   server::BlockTerminationSignals();
-  driver::ControllerLogic logic(backend.get());
   server::MetricsRegistry metrics;
+  // File systems are reached only for sub-dir provisioning (--mount-mode).
+  std::optional<Mounting> mounting;
+  if (!FLAGS_mount_mode.empty()) mounting = MakeMounting(FLAGS_mount_mode, &metrics);
+  driver::ControllerLogic logic(mounting.has_value() ? mounting->backend.get() : nullptr);
   version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
-  auto ready = [] { return absl::OkStatus(); };
+  driver::ReadinessMonitor* readiness = mounting.has_value() ? mounting->readiness.get() : nullptr;
+  auto ready = [readiness] { return readiness ? readiness->Current() : absl::OkStatus(); };
   driver::IdentityService identity({FLAGS_drivername, build.driver_version, true, ready}, &metrics);
   driver::ControllerService controller(&logic, &metrics);
 
@@ -254,9 +302,10 @@ cli::Subcommand NodeSubcommand() {
       "offered. SIGTERM or SIGINT stops serving; mounts stay.";
   sub.flags = kSharedFlags;
   for (const char* f :
-       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "working_mount_dir",
-        "mount_command", "max_concurrent_mounts", "mount_timeout_seconds", "max_volumes_per_node",
-        "topology", "plugin_registration_dir", "kubelet_registration_path"}) {
+       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "mount_namespace",
+        "mount_helper", "working_mount_dir", "max_concurrent_mounts", "mount_timeout_seconds",
+        "readiness_interval_seconds", "max_volumes_per_node", "topology", "plugin_registration_dir",
+        "kubelet_registration_path"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunNode;
@@ -273,8 +322,9 @@ cli::Subcommand ControllerSubcommand() {
       "systems, with volume ids and parameters of the Azure Lustre CSI driver. With\n"
       "--mount-mode it also creates and deletes per-volume sub-dirs (create-sub-dir).";
   sub.flags = kSharedFlags;
-  for (const char* f : {"mount_mode", "local_root", "working_mount_dir", "mount_command",
-                        "mount_timeout_seconds"}) {
+  for (const char* f :
+       {"mount_mode", "local_root", "mount_namespace", "mount_helper", "working_mount_dir",
+        "mount_timeout_seconds", "readiness_interval_seconds"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunController;

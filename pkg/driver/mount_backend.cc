@@ -1,17 +1,25 @@
 #include "pkg/driver/mount_backend.h"
 
 #include <glog/logging.h>
-#include <sys/mount.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/volume/cleanup.h"
+#include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
+#include "pkg/volume/mounter.h"
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::driver {
@@ -35,26 +43,103 @@ absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
   return sys.ResolveBeneath(root, sub_dir).status();
 }
 
+// The environment the mount helper gets: nothing of the driver's.
+const std::vector<std::string>& HelperEnvironment() {
+  static const auto* env =
+      new std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
+  return *env;
+}
+
+// Whether /proc/filesystems text lists `lustre` (the type is the last field).
+bool ListsLustre(absl::string_view filesystems) {
+  for (absl::string_view line : absl::StrSplit(filesystems, '\n')) {
+    std::vector<absl::string_view> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (!fields.empty() && fields.back() == "lustre") return true;
+  }
+  return false;
+}
+
+// Whether modules.dep text has a lustre module (lustre.ko, maybe compressed).
+bool InstallsLustre(absl::string_view modules_dep) {
+  for (absl::string_view line : absl::StrSplit(modules_dep, '\n')) {
+    absl::string_view module = line.substr(0, line.find(':'));
+    absl::string_view base = module.substr(module.rfind('/') + 1);
+    if (base == "lustre.ko" || absl::StartsWith(base, "lustre.ko.")) return true;
+  }
+  return false;
+}
+
+// "<source>" joined with the mount's root inside its file system, so a mount
+// of <fs>/<sub> reads the same whether the kernel shows it as the source
+// "<mgs>:/<fs>/<sub>" with root "/" or as "<mgs>:/<fs>" with root "/<sub>".
+std::string MountedSpec(const volume::MountEntry& e) {
+  if (e.root.empty() || e.root == "/") return e.source;
+  return absl::StrCat(absl::StripSuffix(e.source, "/"), e.root);
+}
+
 class LustreBackend : public MountBackend {
  public:
-  LustreBackend(volume::Syscalls* sys, std::unique_ptr<volume::Mounter> mounter,
-                LustreBackendOptions options)
-      : sys_(sys), mounter_(std::move(mounter)), options_(std::move(options)) {
-    if (!options_.exists) {
-      options_.exists = [](const std::string& path) { return access(path.c_str(), X_OK) == 0; };
-    }
-  }
+  LustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns, LustreBackendOptions options)
+      : sys_(sys), ns_(ns), options_(std::move(options)) {}
 
   absl::string_view Mode() const override { return "lustre"; }
   bool MakesMounts() const override { return true; }
 
-  absl::Status Ready() const override {
-    for (const std::string& helper : options_.mount_helpers) {
-      if (options_.exists(helper)) return absl::OkStatus();
+  Readiness CheckReady() override {
+    // Can the namespace be entered at all?
+    absl::StatusOr<bool> root = ns_->Exists("/");
+    if (!root.ok()) {
+      return {absl::FailedPreconditionError(absl::StrCat(
+                  "cannot enter ", ns_->Describe(), ": ", root.status().message(),
+                  " (the driver needs CAP_SYS_ADMIN and CAP_SYS_CHROOT: a privileged container)")),
+              "mount-namespace"};
     }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no Lustre client on this node: none of ", absl::StrJoin(options_.mount_helpers, ", "),
-        " exists (install the Lustre client and load its kernel module)"));
+    // Does the helper run there?
+    const std::string& helper = options_.mount_helper;
+    absl::StatusOr<volume::ProcessResult> version =
+        ns_->Run({helper, "-V"}, HelperEnvironment(), options_.check_timeout);
+    std::string cannot_run;
+    if (!version.ok()) {
+      cannot_run = std::string(version.status().message());
+    } else if (!version->signaled && (version->exit_code == 126 || version->exit_code == 127)) {
+      cannot_run = absl::StrCat(helper, " -V: ", version->Describe(), ": ",
+                                Cut(absl::StripAsciiWhitespace(version->output)));
+    }
+    if (!cannot_run.empty()) {
+      std::string hint;
+      absl::StatusOr<bool> own = ns_->IsOwn();
+      if (own.ok() && *own && ns_->Describe() != kOwnNamespace) {
+        hint = absl::StrCat("; ", ns_->Describe(),
+                            " is the driver's own mount namespace, not the host's: run the pod "
+                            "with hostPID: true, or use --mount-namespace=current where the "
+                            "driver runs on the host");
+      }
+      return {absl::FailedPreconditionError(absl::StrCat(
+                  "the Lustre mount helper ", helper, " cannot run in ", ns_->Describe(), ": ",
+                  cannot_run, hint, " (install the Lustre client on the host)")),
+              "mount-helper"};
+    }
+    // Is the kernel module there, or at least installed for this kernel?
+    absl::StatusOr<std::string> filesystems = ns_->ReadFile("/proc/filesystems", 64 * 1024);
+    if (filesystems.ok() && ListsLustre(*filesystems)) return {};
+    absl::StatusOr<bool> module = ns_->Exists("/sys/module/lustre");
+    if (module.ok() && *module) return {};
+    std::string installed_for = "this kernel";
+    absl::StatusOr<std::string> release = ns_->ReadFile("/proc/sys/kernel/osrelease", 256);
+    if (release.ok()) {
+      std::string rel(absl::StripAsciiWhitespace(*release));
+      installed_for = absl::StrCat("kernel ", rel, " (/lib/modules/", rel, "/modules.dep)");
+      absl::StatusOr<std::string> deps =
+          ns_->ReadFile(absl::StrCat("/lib/modules/", rel, "/modules.dep"), 16 << 20);
+      if (deps.ok() && InstallsLustre(*deps)) return {};
+    }
+    return {absl::FailedPreconditionError(absl::StrCat(
+                "the Lustre kernel module is neither loaded (no lustre in /proc/filesystems, no "
+                "/sys/module/lustre) nor installed for ",
+                installed_for, " in ", ns_->Describe(),
+                " (install the Lustre client modules for the running kernel)")),
+            "kernel-module"};
   }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
@@ -66,28 +151,48 @@ class LustreBackend : public MountBackend {
   absl::Status WithFileSystemRoot(
       const LustreSource& source,
       const std::function<absl::Status(const std::string&)>& fn) override {
-    // Mount the file system root in a private directory, run `fn`, and
-    // unmount again whatever happens.
-    std::string tmpl = absl::StrCat(options_.working_mount_dir, "/lustre-csi-XXXXXX");
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot create a directory in working mount dir ", options_.working_mount_dir));
-    }
-    std::string root_mount = buf.data();
+    absl::StatusOr<std::string> dir = MakeWorkingDir();
+    if (!dir.ok()) return dir.status();
     LustreSource root = source;
     root.sub_dir.clear();
-    absl::Status status = mounter_->Mount(root.Spec(), root_mount, "lustre", {});
-    if (status.ok()) status = fn(root_mount);
-    absl::Status cleanup = volume::CleanupMountPoint(*sys_, root_mount);
-    if (!cleanup.ok()) LOG(ERROR) << "cleaning up " << root_mount << ": " << cleanup;
+    absl::Status status = Mount(root, *dir, {});
+    if (status.ok()) status = fn(*dir);
+    // Unmounts (in the namespace) and removes the directory, whatever happened.
+    absl::Status cleanup = volume::CleanupMountPoint(*sys_, *dir);
+    if (!cleanup.ok()) LOG(ERROR) << "cleaning up " << *dir << ": " << cleanup;
     return status;
   }
 
   absl::Status Mount(const LustreSource& source, const std::string& target,
                      const std::vector<std::string>& options) override {
-    return mounter_->Mount(source.Spec(), target, "lustre", options);
+    std::string spec = source.Spec();
+    for (const std::string* arg : {static_cast<const std::string*>(&spec), &target}) {
+      if (arg->empty() || (*arg)[0] == '-' || arg->find('\0') != std::string::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("mount argument \"", absl::CEscape(*arg),
+                         "\" is empty, starts with '-' or contains NUL"));
+      }
+    }
+    std::vector<std::string> argv = {options_.mount_helper};
+    if (!options.empty()) argv.insert(argv.end(), {"-o", absl::StrJoin(options, ",")});
+    argv.insert(argv.end(), {spec, target});
+    std::string what = absl::StrCat(absl::StrJoin(argv, " "), " in ", ns_->Describe());
+    absl::StatusOr<volume::ProcessResult> result =
+        ns_->Run(argv, HelperEnvironment(), options_.mount_timeout);
+    if (!result.ok()) return result.status();
+    if (!result->Succeeded()) return HelperFailure(what, *result);
+
+    // The mount was made there; it is only of use if it shows here too.
+    volume::MountChecker checker(sys_);
+    absl::StatusOr<bool> visible = checker.IsMountPoint(target);
+    if (visible.ok() && *visible) return absl::OkStatus();
+    absl::Status undo = ns_->Unmount(target, 0);
+    if (!undo.ok()) LOG(ERROR) << "undoing the invisible mount at " << target << ": " << undo;
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " succeeded, but the mount does not show at ", target, " in the driver's view (",
+        visible.ok() ? "not a mount point" : std::string(visible.status().message()),
+        "): the directory must be shared between the two namespaces, e.g. under a "
+        "Bidirectional mount of the kubelet directory"));
   }
 
   absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
@@ -97,20 +202,49 @@ class LustreBackend : public MountBackend {
     if (!entry.ok()) return entry.status();
     if (!entry->has_value()) return false;
     const volume::MountEntry& e = **entry;
-    return e.fs_type == "lustre" && e.source == source.Spec() && MountIsReadOnly(e) == read_only;
+    return MountedSpec(e) == source.Spec() && MountIsReadOnly(e) == read_only;
   }
 
  private:
+  static constexpr absl::string_view kOwnNamespace = "the driver's own mount namespace";
+
+  static std::string Cut(absl::string_view text) {
+    constexpr size_t kMax = 1024;
+    if (text.size() <= kMax) return std::string(text);
+    return absl::StrCat(text.substr(0, kMax), "...");
+  }
+
+  // A new, empty directory under the working mount dir.
+  absl::StatusOr<std::string> MakeWorkingDir() {
+    const std::string& base = options_.working_mount_dir;
+    if (absl::Status s = volume::MkdirAll(*sys_, base, 0750); !s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("working mount dir ", base, " is not usable: ", s.message()));
+    }
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::string dir =
+          absl::StrCat(base, "/fs-", absl::ToUnixNanos(absl::Now()), "-", next_dir_.fetch_add(1));
+      absl::Status made = sys_->Mkdir(dir, 0700);
+      if (made.ok()) return dir;
+      if (made.code() != absl::StatusCode::kAlreadyExists) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot create a directory in working mount dir ", base, ": ", made.message()));
+      }
+    }
+    return absl::UnavailableError(absl::StrCat("no free directory name in ", base));
+  }
+
   volume::Syscalls* const sys_;
-  std::unique_ptr<volume::Mounter> mounter_;
-  LustreBackendOptions options_;
+  volume::MountNamespace* const ns_;
+  const LustreBackendOptions options_;
+  std::atomic<uint64_t> next_dir_{0};
 };
 
 class MockBackend : public MountBackend {
  public:
   absl::string_view Mode() const override { return "mock"; }
   bool MakesMounts() const override { return false; }
-  absl::Status Ready() const override { return absl::OkStatus(); }
+  Readiness CheckReady() override { return {}; }
   absl::Status EnsureSubDir(const LustreSource&) override { return absl::OkStatus(); }
   absl::Status WithFileSystemRoot(const LustreSource&,
                                   const std::function<absl::Status(const std::string&)>&) override {
@@ -135,13 +269,14 @@ class LocalBackend : public MountBackend {
   absl::string_view Mode() const override { return "local"; }
   bool MakesMounts() const override { return true; }
 
-  absl::Status Ready() const override {
+  Readiness CheckReady() override {
     absl::StatusOr<volume::FileInfo> info = sys_->Stat(root_);
     if (!info.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("local root ", root_, " is not usable: ", info.status().message()));
+      return {absl::FailedPreconditionError(
+                  absl::StrCat("local root ", root_, " is not usable: ", info.status().message())),
+              "local-root"};
     }
-    return absl::OkStatus();
+    return {};
   }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
@@ -208,10 +343,66 @@ class LocalBackend : public MountBackend {
 
 std::string LustreSource::Spec() const { return MountSource(mgs_address, fs_name, sub_dir); }
 
-std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys,
-                                               std::unique_ptr<volume::Mounter> mounter,
+std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns,
                                                LustreBackendOptions options) {
-  return std::make_unique<LustreBackend>(sys, std::move(mounter), std::move(options));
+  return std::make_unique<LustreBackend>(sys, ns, std::move(options));
+}
+
+absl::Status HelperFailure(const std::string& what, const volume::ProcessResult& result) {
+  std::string output(absl::StripAsciiWhitespace(result.output));
+  if (output.size() > 1024) output = absl::StrCat(output.substr(0, 1024), "...");
+  if (result.signaled) {
+    return absl::UnavailableError(absl::StrCat(what, ": ", result.Describe(), ": ", output));
+  }
+  int code = result.exit_code;
+  if (code == 126 || code == 127) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": ", result.Describe(), " (the helper could not run): ", output));
+  }
+  absl::StatusCode status_code = absl::StatusCode::kInternal;
+  switch (code) {
+    case ENODEV:  // no lustre file system type: the module is not loaded
+    case EPERM:
+      status_code = absl::StatusCode::kFailedPrecondition;
+      break;
+    case ENOENT:
+      status_code = absl::StatusCode::kNotFound;
+      break;
+    case EINVAL:
+    case E2BIG:
+      status_code = absl::StatusCode::kInvalidArgument;
+      break;
+    case EACCES:
+      status_code = absl::StatusCode::kPermissionDenied;
+      break;
+    case EIO:
+    case EAGAIN:
+    case EBUSY:
+    case EINTR:
+    case ENOMEM:
+    case ETIMEDOUT:
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case EHOSTDOWN:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case ENETDOWN:
+    case ENOTCONN:
+    case ESHUTDOWN:
+    case EALREADY:
+    case EINPROGRESS:
+      status_code = absl::StatusCode::kUnavailable;
+      break;
+    default:
+      break;
+  }
+  const char* name = code > 0 ? strerrorname_np(code) : nullptr;
+  std::string meaning =
+      name != nullptr ? absl::StrCat(" (", name, ": ", strerror(code), ")") : std::string();
+  absl::Status status(status_code,
+                      absl::StrCat(what, ": ", result.Describe(), meaning, ": ", output));
+  if (name != nullptr) status.SetPayload(volume::kErrnoPayloadUrl, absl::Cord(absl::StrCat(code)));
+  return status;
 }
 
 std::unique_ptr<MountBackend> NewMockBackend() { return std::make_unique<MockBackend>(); }

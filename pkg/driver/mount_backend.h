@@ -1,15 +1,21 @@
 // How a Lustre file system gets mounted on this node: the driver's mount
 // modes behind one interface.
 //
-//   lustre  `mount -t lustre <mgs>@tcp:/<fs>[/<sub-dir>] <target>` through an
-//           exec mounter with a timeout (no shell).
+//   lustre  runs the host's Lustre mount helper (`mount.lustre -o <opts>
+//           <mgs>@tcp:/<fs>[/<sub-dir>] <target>`) in a configured mount
+//           namespace (volume::MountNamespace): the host's, from a container,
+//           or the driver's own on a bare host. No shell, a clean
+//           environment, a timeout. The mount reaches the driver's view by
+//           propagation and is checked there; unmounts are made in the same
+//           namespace (the Syscalls given must route them there).
 //   mock    creates nothing but the target directory (conformance suites),
 //           like the Go driver's mock mode.
 //   local   resolves <mgs>@tcp:/<fs>[/<sub-dir>] to <local-root>/<fs>[/<sub-dir>]
 //           on this machine and makes a real bind mount there, read-only when
 //           asked, so every mount-table path runs without Lustre.
 //
-// Backends are thread-safe; the borrowed Syscalls must outlive them.
+// Backends are thread-safe; the borrowed Syscalls and MountNamespace must
+// outlive them.
 #ifndef LUSTRE_CSI_PKG_DRIVER_MOUNT_BACKEND_H_
 #define LUSTRE_CSI_PKG_DRIVER_MOUNT_BACKEND_H_
 
@@ -22,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "pkg/volume/mounter.h"
+#include "pkg/volume/mount_namespace.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::driver {
@@ -36,6 +42,14 @@ struct LustreSource {
   std::string Spec() const;
 };
 
+// Whether this node can mount now, and if not, why.
+struct Readiness {
+  absl::Status status;  // OK, or FAILED_PRECONDITION saying what to fix
+  // A short label for metrics when not ready: "mount-namespace",
+  // "mount-helper", "kernel-module" or "local-root"; empty when ready.
+  std::string reason;
+};
+
 class MountBackend {
  public:
   virtual ~MountBackend() = default;
@@ -43,8 +57,9 @@ class MountBackend {
   // "lustre", "mock" or "local".
   virtual absl::string_view Mode() const = 0;
 
-  // OK when this node can mount; otherwise why not (for Probe and /readyz).
-  virtual absl::Status Ready() const = 0;
+  // Checks the exact path a mount takes (may block for a few seconds; see
+  // ReadinessMonitor for a cached answer).
+  virtual Readiness CheckReady() = 0;
 
   // False for mock mode, which never makes a mount.
   virtual bool MakesMounts() const = 0;
@@ -54,14 +69,16 @@ class MountBackend {
   virtual absl::Status EnsureSubDir(const LustreSource& source) = 0;
 
   // Runs `fn` with a directory where the root of `source`'s file system is
-  // reachable, then lets go of it: a temporary root mount under the working
-  // mount dir in lustre mode, <local-root>/<fs> in local mode. Mock mode has
-  // no file system: FAILED_PRECONDITION.
+  // reachable, then lets go of it: a root mount in a fresh directory under
+  // the working mount dir in lustre mode (removed again), <local-root>/<fs> in
+  // local mode. Mock mode has no file system: FAILED_PRECONDITION.
   virtual absl::Status WithFileSystemRoot(
       const LustreSource& source, const std::function<absl::Status(const std::string&)>& fn) = 0;
 
   // Mounts `source` on the existing directory `target`. `options` are ready
-  // for `mount -o` ("ro" first when read-only).
+  // for `-o` ("ro" first when read-only). NOT_FOUND when the file system or
+  // the sub-dir does not exist (the caller may create the sub-dir and try
+  // again).
   virtual absl::Status Mount(const LustreSource& source, const std::string& target,
                              const std::vector<std::string>& options) = 0;
 
@@ -72,17 +89,30 @@ class MountBackend {
 };
 
 struct LustreBackendOptions {
-  // Where per-operation root mounts go while a sub-dir is created.
+  // The mount helper, a path in the mount namespace.
+  std::string mount_helper = "/sbin/mount.lustre";
+  // Where root mounts go while a sub-dir is created. It must be the same
+  // directory in the driver's view and in the mount namespace.
   std::string working_mount_dir = "/tmp";
-  // Candidates for the Lustre mount helper; Ready() needs one of them.
-  std::vector<std::string> mount_helpers = {"/sbin/mount.lustre", "/usr/sbin/mount.lustre"};
-  // Tells whether a path exists; replaced in tests.
-  std::function<bool(const std::string&)> exists;
+  absl::Duration mount_timeout = absl::Minutes(2);
+  // Bounds each readiness step (running the helper with -V, reading files).
+  absl::Duration check_timeout = absl::Seconds(10);
 };
 
-std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys,
-                                               std::unique_ptr<volume::Mounter> mounter,
+// `sys` is the driver's view (its Unmount must reach `ns`, e.g.
+// volume::UnmountingIn); `ns` is where the helper runs. Both borrowed.
+std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns,
                                                LustreBackendOptions options);
+
+// The status for a helper that ran and failed. mount.lustre exits with the
+// errno of what failed: ENODEV (no kernel module) and EPERM are
+// FAILED_PRECONDITION, ENOENT NOT_FOUND, EINVAL INVALID_ARGUMENT, EACCES
+// PERMISSION_DENIED, network and busy errnos UNAVAILABLE; 126/127 (could not
+// run) FAILED_PRECONDITION; a signal UNAVAILABLE; anything else INTERNAL. The
+// message names the command, the exit status with its errno name, and the
+// helper's output cut to 1 KiB; the errno is attached (volume::ErrnoOf).
+absl::Status HelperFailure(const std::string& what, const volume::ProcessResult& result);
+
 std::unique_ptr<MountBackend> NewMockBackend();
 std::unique_ptr<MountBackend> NewLocalBackend(volume::Syscalls* sys, std::string local_root);
 

@@ -61,8 +61,9 @@ absl::Status ValidateTargetPath(const std::string& path) {
   return absl::OkStatus();
 }
 
-NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend)
-    : options_(std::move(options)), sys_(sys), backend_(backend) {}
+NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend,
+                     ReadinessMonitor* readiness)
+    : options_(std::move(options)), sys_(sys), backend_(backend), readiness_(readiness) {}
 
 absl::Status NodeLogic::Publish(const PublishRequest& req) {
   if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;
@@ -119,8 +120,22 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
                      source.Spec(), req.read_only ? " (read-only)" : " (read-write)"));
   }
 
-  absl::Status status = backend_->EnsureSubDir(source);
+  absl::Status status = absl::OkStatus();
+  if (readiness_ != nullptr) {
+    status = readiness_->EnsureReady();
+    if (!status.ok()) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat("this node cannot mount Lustre now: ", status.message()));
+    }
+  }
   if (status.ok()) status = MountWithSlot(source, req.target_path, *options);
+  if (status.code() == absl::StatusCode::kNotFound && !source.sub_dir.empty()) {
+    // Most likely the sub-dir does not exist yet: create it and try again.
+    LOG(INFO) << "mounting " << source.Spec() << " failed (" << status.message()
+              << "); creating sub-dir " << source.sub_dir;
+    status = backend_->EnsureSubDir(source);
+    if (status.ok()) status = MountWithSlot(source, req.target_path, *options);
+  }
   if (status.ok() && req.volume_mount_group.has_value() && backend_->MakesMounts()) {
     if (req.read_only) {
       LOG(INFO) << "volume " << req.volume_id << " is read-only; fsGroup "

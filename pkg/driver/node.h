@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "pkg/driver/mount_backend.h"
+#include "pkg/driver/readiness.h"
 #include "pkg/driver/volume_locks.h"
 #include "pkg/volume/syscalls.h"
 
@@ -59,14 +60,19 @@ struct VolumeStats {
 
 class NodeLogic {
  public:
-  // `sys` and `backend` are borrowed and must outlive this object.
-  NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend);
+  // `sys`, `backend` and `readiness` are borrowed and must outlive this
+  // object; `readiness` may be null (no gate before mounting).
+  NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend,
+            ReadinessMonitor* readiness = nullptr);
 
   // Mounts the volume described by `req.volume_context` on `req.target_path`
   // (created when missing). Already mounted there with the same source and
   // read-only state: OK. Something else mounted there: ALREADY_EXISTS. A
-  // corrupted mount there is unmounted and mounted again. On failure nothing
-  // is left mounted and a target directory this call created is removed.
+  // corrupted mount there is unmounted and mounted again. A node that cannot
+  // mount (readiness) fails with FAILED_PRECONDITION before trying. A sub-dir
+  // is mounted directly; only when it does not exist is it created first
+  // (through a root mount) and mounted again. On failure nothing is left
+  // mounted and a target directory this call created is removed.
   absl::Status Publish(const PublishRequest& req);
 
   // Unmounts everything on `target_path` (escalating when needed) and removes
@@ -88,6 +94,7 @@ class NodeLogic {
   const NodeOptions options_;
   volume::Syscalls* const sys_;
   MountBackend* const backend_;
+  ReadinessMonitor* const readiness_;
   VolumeLocks target_locks_;
   absl::Mutex slots_mu_;
   int slots_in_use_ ABSL_GUARDED_BY(slots_mu_) = 0;

@@ -303,19 +303,5 @@ TEST_F(NodeTest, ServiceReportsCapabilitiesAndInfo) {
   EXPECT_EQ(service.NodeStageVolume(nullptr, &stage, &staged).error_code(), grpc::UNIMPLEMENTED);
 }
 
-TEST(LustreBackendTest, ReadyNeedsTheMountHelper) {
-  FakeSyscalls sys;
-  LustreBackendOptions options;
-  options.mount_helpers = {"/sbin/mount.lustre"};
-  bool present = false;
-  options.exists = [&](const std::string&) { return present; };
-  auto backend = NewLustreBackend(&sys, volume::NewBindMounter(&sys), options);
-  absl::Status not_ready = backend->Ready();
-  EXPECT_EQ(not_ready.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(not_ready.message(), HasSubstr("/sbin/mount.lustre"));
-  present = true;
-  EXPECT_TRUE(backend->Ready().ok());
-}
-
 }  // namespace
 }  // namespace lustre_csi::driver

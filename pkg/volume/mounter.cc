@@ -1,35 +1,21 @@
 #include "pkg/volume/mounter.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/mount.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdint>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "absl/time/clock.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/process.h"
 #include "pkg/volume/safe_path.h"
-
-extern char** environ;
 
 namespace lustre_csi::volume {
 namespace {
-
-constexpr size_t kMaxOutput = 64 * 1024;
 
 struct FlagOption {
   const char* name;
@@ -139,114 +125,20 @@ class ExecMounter : public Mounter {
   Syscalls* const sys_;
 };
 
-// Reads what is there without blocking; false at end of file.
-bool Drain(int fd, std::string& out) {
-  char buf[4096];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n > 0) {
-      size_t keep = std::min(static_cast<size_t>(n), kMaxOutput - std::min(kMaxOutput, out.size()));
-      out.append(buf, keep);
-      continue;
-    }
-    if (n == 0) return false;
-    if (errno == EINTR) continue;
-    return errno == EAGAIN;
-  }
-}
-
 }  // namespace
 
 absl::Status RunCommand(const std::vector<std::string>& argv, absl::Duration timeout) {
-  if (argv.empty() || argv[0].empty() || argv[0][0] != '/') {
-    return absl::InvalidArgumentError("command must be an absolute path");
+  absl::StatusOr<ProcessResult> result = RunProcess({argv, std::nullopt, -1}, timeout);
+  if (!result.ok()) {
+    // A program that cannot be started is named by its errno (missing:
+    // NOT_FOUND), as for any other system call.
+    std::optional<int> err = ErrnoOf(result.status());
+    if (err.has_value()) return ErrnoError(*err, absl::StrCat("run ", absl::StrJoin(argv, " ")));
+    return result.status();
   }
-  std::string cmdline = absl::StrJoin(argv, " ");
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return ErrnoError(errno, "pipe");
-  int read_fd = pipe_fds[0];
-  absl::Cleanup close_read = [read_fd] { close(read_fd); };
-  // The child's end must block.
-  fcntl(pipe_fds[1], F_SETFL, 0);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int err = posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  close(pipe_fds[1]);
-  if (err != 0) return ErrnoError(err, absl::StrCat("run ", cmdline));
-
-  int pid_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  absl::Cleanup close_pid = [pid_fd] {
-    if (pid_fd >= 0) close(pid_fd);
-  };
-  std::string output;
-  bool pipe_open = true;
-  bool exited = false;  // only known with a pidfd; without one, end of output stands in
-  bool timed_out = false;
-  absl::Time deadline = absl::Now() + timeout;
-  while (!exited && (pid_fd >= 0 || pipe_open)) {
-    absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) {
-      timed_out = true;
-      break;
-    }
-    struct pollfd fds[2] = {{pipe_open ? read_fd : -1, POLLIN, 0}, {pid_fd, POLLIN, 0}};
-    int wait_ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left), 60000)) + 1;
-    int ready = poll(fds, 2, wait_ms);
-    if (ready < 0 && errno != EINTR) {
-      err = errno;
-      kill(-pid, SIGKILL);
-      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-      return ErrnoError(err, "poll");
-    }
-    if (ready <= 0) continue;
-    if (fds[0].revents != 0) pipe_open = Drain(read_fd, output);
-    if (fds[1].revents != 0) exited = true;
-  }
-  if (pipe_open) Drain(read_fd, output);
-
-  int status = 0;
-  while (!timed_out) {
-    pid_t r = waitpid(pid, &status, exited ? 0 : WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return ErrnoError(errno, absl::StrCat("wait for ", cmdline));
-    timed_out = absl::Now() >= deadline;
-    if (!timed_out) absl::SleepFor(absl::Milliseconds(2));
-  }
-  if (timed_out) {
-    kill(-pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return absl::DeadlineExceededError(
-        absl::StrCat(cmdline, ": did not finish within ", absl::FormatDuration(timeout),
-                     ", killed; output: ", absl::StripAsciiWhitespace(output)));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-  std::string how = WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
-                                      : absl::StrCat("killed by signal ", WTERMSIG(status));
-  return absl::InternalError(
-      absl::StrCat(cmdline, ": ", how, ": ", absl::StripAsciiWhitespace(output)));
+  if (result->Succeeded()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(absl::StrJoin(argv, " "), ": ", result->Describe(), ": ",
+                                          absl::StripAsciiWhitespace(result->output)));
 }
 
 std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys) {

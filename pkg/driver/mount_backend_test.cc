@@ -1,0 +1,278 @@
+// The lustre backend on fake syscalls and a fake mount namespace: what the
+// mount helper is given, how its exit status is read, readiness, the
+// working-dir root mount, and what publish does with sub-dirs.
+#include "pkg/driver/mount_backend.h"
+
+#include <sys/mount.h>
+
+#include <cerrno>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pkg/driver/node.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/fake_mount_namespace.h"
+#include "pkg/volume/fake_syscalls.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using volume::FakeMountNamespace;
+using volume::FakeSyscalls;
+using volume::ProcessResult;
+
+constexpr char kHelper[] = "/sbin/mount.lustre";
+
+ProcessResult Exit(int code, std::string output = "") {
+  ProcessResult r;
+  r.exit_code = code;
+  r.output = std::move(output);
+  return r;
+}
+
+// A stand-in Lustre: file systems are directories /servers/<fs> in the fake.
+// A root mount binds the server directory (so sub-dirs made through it
+// persist); a sub-dir mount needs /servers/<fs>/<sub> and shows the spec as
+// its source, as a Lustre mount does.
+class LustreBackendTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(sys_.AddDir("/servers/lustrefs").ok());
+    ASSERT_TRUE(sys_.AddDir("/pods").ok());
+    ASSERT_TRUE(sys_.AddDir("/work").ok());
+    ns_.AddProgram(kHelper, [this](const std::vector<std::string>& argv) { return Helper(argv); });
+    ns_.SetFile("/proc/filesystems", "nodev\ttmpfs\nnodev\tlustre\n");
+    options_.working_mount_dir = "/work/mounts";
+    backend_ = NewLustreBackend(view_.get(), &ns_, options_);
+  }
+
+  absl::StatusOr<ProcessResult> Helper(const std::vector<std::string>& argv) {
+    if (argv.size() == 2 && argv[1] == "-V") return Exit(0, "mount.lustre 2.15.5");
+    if (fail_with_ != 0) return Exit(fail_with_, "mount.lustre: mount failed: injected");
+    const std::string& spec = argv[argv.size() - 2];
+    const std::string& target = argv.back();
+    std::string path = spec.substr(spec.find(":/") + 2);  // <fs>[/<sub>]
+    if (!invisible_ && path.find('/') == std::string::npos) {
+      if (!sys_.Mount("/servers/" + path, target, "", MS_BIND, "").ok()) return Exit(EIO);
+      return Exit(0);
+    }
+    if (!sys_.Exists("/servers/" + path)) {
+      return Exit(ENOENT, "mount.lustre: mount " + spec + " failed: No such file or directory");
+    }
+    if (!invisible_ && !sys_.Mount(spec, target, "lustre", 0, "").ok()) return Exit(EIO);
+    return Exit(0);
+  }
+
+  FakeSyscalls sys_;
+  FakeMountNamespace ns_{&sys_};
+  std::unique_ptr<volume::Syscalls> view_ = volume::UnmountingIn(&sys_, &ns_);
+  LustreBackendOptions options_;
+  std::unique_ptr<MountBackend> backend_;
+  int fail_with_ = 0;
+  bool invisible_ = false;
+};
+
+TEST_F(LustreBackendTest, HelperGetsOptionsSourceAndTargetInTheNamespace) {
+  ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
+  ASSERT_TRUE(sys_.AddDir("/pods/a").ok());
+  LustreSource source{"10.0.0.4@tcp", "lustrefs", "team"};
+  absl::Status mounted = backend_->Mount(source, "/pods/a", {"ro", "flock"});
+  ASSERT_TRUE(mounted.ok()) << mounted;
+  EXPECT_THAT(ns_.Runs(), ElementsAre(ElementsAre(kHelper, "-o", "ro,flock",
+                                                  "10.0.0.4@tcp:/lustrefs/team", "/pods/a")));
+  EXPECT_TRUE(*backend_->IsMountOf(source, "/pods/a", /*read_only=*/false));
+  EXPECT_FALSE(*backend_->IsMountOf({"10.0.0.4@tcp", "lustrefs", "other"}, "/pods/a", false));
+  // No options: no -o at all.
+  ASSERT_TRUE(backend_->Mount(source, "/work", {}).ok());
+  EXPECT_THAT(ns_.Runs().back(), ElementsAre(kHelper, "10.0.0.4@tcp:/lustrefs/team", "/work"));
+}
+
+TEST_F(LustreBackendTest, MountThatDoesNotReachThisViewIsUndone) {
+  ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
+  ASSERT_TRUE(sys_.AddDir("/pods/a").ok());
+  invisible_ = true;
+  absl::Status s = backend_->Mount({"10.0.0.4@tcp", "lustrefs", "team"}, "/pods/a", {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Bidirectional"));
+  EXPECT_THAT(ns_.Unmounts(), ElementsAre("/pods/a"));
+}
+
+TEST_F(LustreBackendTest, UnreachableNamespaceIsAPrecondition) {
+  ns_.SetUnreachable(true);
+  absl::Status s = backend_->Mount({"10.0.0.4@tcp", "lustrefs", ""}, "/pods/a", {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  Readiness r = backend_->CheckReady();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.reason, "mount-namespace");
+}
+
+TEST_F(LustreBackendTest, OptionLikeArgumentsNeverRun) {
+  EXPECT_EQ(backend_->Mount({"10.0.0.4@tcp", "lustrefs", ""}, "-x", {}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ns_.Runs().empty());
+}
+
+struct ExitCase {
+  int exit_code;
+  bool signaled;
+  absl::StatusCode code;
+  const char* says;
+};
+
+TEST(HelperFailureTest, ExitStatusIsTheErrno) {
+  for (const ExitCase& c : std::vector<ExitCase>{
+           {ENODEV, false, absl::StatusCode::kFailedPrecondition, "exit status 19 (ENODEV"},
+           {EPERM, false, absl::StatusCode::kFailedPrecondition, "(EPERM"},
+           {ENOENT, false, absl::StatusCode::kNotFound, "(ENOENT"},
+           {EINVAL, false, absl::StatusCode::kInvalidArgument, "(EINVAL"},
+           {EACCES, false, absl::StatusCode::kPermissionDenied, "(EACCES"},
+           {ETIMEDOUT, false, absl::StatusCode::kUnavailable, "(ETIMEDOUT"},
+           {EIO, false, absl::StatusCode::kUnavailable, "(EIO"},
+           {ECONNREFUSED, false, absl::StatusCode::kUnavailable, "(ECONNREFUSED"},
+           {127, false, absl::StatusCode::kFailedPrecondition, "could not run"},
+           {EEXIST, false, absl::StatusCode::kInternal, "(EEXIST"},
+           {200, false, absl::StatusCode::kInternal, "exit status 200"},
+           {0, true, absl::StatusCode::kUnavailable, "killed by signal 9"},
+       }) {
+    ProcessResult r = Exit(c.exit_code, "helper said this");
+    if (c.signaled) {
+      r.signaled = true;
+      r.signal = 9;
+    }
+    absl::Status s = HelperFailure("mount.lustre x y", r);
+    EXPECT_EQ(s.code(), c.code) << c.exit_code << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr(c.says)) << s;
+    EXPECT_THAT(s.message(), HasSubstr("helper said this")) << s;
+    if (!c.signaled && c.exit_code > 0 && c.exit_code < 127) {
+      EXPECT_EQ(volume::ErrnoOf(s), c.exit_code) << s;
+    }
+  }
+  absl::Status long_output = HelperFailure("m", Exit(EIO, std::string(100000, 'x')));
+  EXPECT_LT(long_output.message().size(), 1200u);
+}
+
+TEST_F(LustreBackendTest, ReadinessFollowsHelperAndModule) {
+  EXPECT_TRUE(backend_->CheckReady().status.ok());
+
+  ns_.SetFile("/proc/filesystems", "nodev\ttmpfs\n");
+  Readiness r = backend_->CheckReady();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.reason, "kernel-module");
+  EXPECT_THAT(r.status.message(), HasSubstr("/proc/filesystems"));
+  ns_.SetFile("/sys/module/lustre", "");
+  EXPECT_TRUE(backend_->CheckReady().status.ok());
+  ns_.RemoveFile("/sys/module/lustre");
+  ns_.SetFile("/proc/sys/kernel/osrelease", "6.1.0-9-amd64\n");
+  ns_.SetFile("/lib/modules/6.1.0-9-amd64/modules.dep",
+              "kernel/fs/ext4/ext4.ko:\nextra/lustre/lustre.ko.xz: extra/lnet/lnet.ko.xz\n");
+  EXPECT_TRUE(backend_->CheckReady().status.ok()) << "a module the kernel can load is enough";
+  ns_.SetFile("/lib/modules/6.1.0-9-amd64/modules.dep", "kernel/fs/lustrex.ko:\n");
+  r = backend_->CheckReady();
+  EXPECT_EQ(r.reason, "kernel-module");
+  EXPECT_THAT(r.status.message(), HasSubstr("kernel 6.1.0-9-amd64"));
+
+  ns_.SetFile("/proc/filesystems", "nodev\tlustre\n");
+  ns_.RemoveProgram(kHelper);
+  r = backend_->CheckReady();
+  EXPECT_EQ(r.reason, "mount-helper");
+  EXPECT_THAT(r.status.message(), HasSubstr(kHelper));
+  EXPECT_THAT(r.status.message(), Not(HasSubstr("hostPID")));
+  ns_.SetOwn(true);
+  EXPECT_THAT(backend_->CheckReady().status.message(), HasSubstr("hostPID: true"));
+
+  // A helper that is there but cannot run (its libraries are missing).
+  ns_.AddProgram(kHelper, [](const std::vector<std::string>&) {
+    return Exit(127, "mount.lustre: error while loading shared libraries: libyaml");
+  });
+  r = backend_->CheckReady();
+  EXPECT_EQ(r.reason, "mount-helper");
+  EXPECT_THAT(r.status.message(), HasSubstr("libyaml"));
+}
+
+TEST_F(LustreBackendTest, RootMountLivesOnlyWhileNeeded) {
+  std::string seen;
+  absl::Status s = backend_->WithFileSystemRoot({"10.0.0.4@tcp", "lustrefs", "ignored"},
+                                                [&](const std::string& dir) {
+                                                  seen = dir;
+                                                  return sys_.Mkdir(dir + "/made-inside", 0755);
+                                                });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(seen, testing::StartsWith("/work/mounts/fs-"));
+  EXPECT_THAT(ns_.Runs(), ElementsAre(ElementsAre(kHelper, "10.0.0.4@tcp:/lustrefs", seen)));
+  EXPECT_THAT(ns_.Unmounts(), ElementsAre(seen));
+  EXPECT_FALSE(sys_.Exists(seen));
+  EXPECT_TRUE(sys_.Exists("/servers/lustrefs/made-inside"));
+}
+
+// Publish through NodeLogic: an existing sub-dir is one helper call; a
+// missing one is created through a root mount, then mounted.
+class PublishSubDirTest : public LustreBackendTest {
+ protected:
+  PublishRequest Request(const std::string& sub_dir) {
+    PublishRequest req;
+    req.volume_id = "pvc-1#lustrefs#10.0.0.4#" + sub_dir + "#f";
+    req.target_path = "/pods/a";
+    req.volume_context = {
+        {"mgs-ip-address", "10.0.0.4"}, {"fs-name", "lustrefs"}, {"sub-dir", sub_dir}};
+    return req;
+  }
+};
+
+TEST_F(PublishSubDirTest, ExistingSubDirIsOneHelperCall) {
+  ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get());
+  ASSERT_TRUE(logic.Publish(Request("team")).ok());
+  EXPECT_EQ(ns_.Runs().size(), 1u);
+  EXPECT_TRUE(ns_.Unmounts().empty());
+  // Repeating is idempotent and runs nothing.
+  ASSERT_TRUE(logic.Publish(Request("team")).ok());
+  EXPECT_EQ(ns_.Runs().size(), 1u);
+  ASSERT_TRUE(logic.Unpublish("pvc-1", "/pods/a").ok());
+  EXPECT_THAT(ns_.Unmounts(), ElementsAre("/pods/a"));
+}
+
+TEST_F(PublishSubDirTest, MissingSubDirIsCreatedThenMounted) {
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get());
+  absl::Status s = logic.Publish(Request("new/deep"));
+  ASSERT_TRUE(s.ok()) << s;
+  std::vector<std::vector<std::string>> runs = ns_.Runs();
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0][1], "10.0.0.4@tcp:/lustrefs/new/deep");
+  EXPECT_EQ(runs[1][1], "10.0.0.4@tcp:/lustrefs");
+  EXPECT_EQ(runs[2][1], "10.0.0.4@tcp:/lustrefs/new/deep");
+  EXPECT_TRUE(sys_.Exists("/servers/lustrefs/new/deep"));
+  EXPECT_EQ(ns_.Unmounts().size(), 1u) << "the root mount is gone";
+}
+
+TEST_F(PublishSubDirTest, NotReadyFailsBeforeTheHelperRuns) {
+  ReadinessMonitor readiness([this] { return backend_->CheckReady(); }, absl::Hours(1), nullptr);
+  ns_.SetFile("/proc/filesystems", "nodev\ttmpfs\n");
+  readiness.Start();
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get(), &readiness);
+  size_t checks = ns_.Runs().size();  // the readiness check ran the helper with -V
+  absl::Status s = logic.Publish(Request("team"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("kernel module"));
+  for (size_t i = checks; i < ns_.Runs().size(); ++i) EXPECT_EQ(ns_.Runs()[i][1], "-V");
+  EXPECT_FALSE(sys_.Exists("/pods/a")) << "target created by the failed call is removed";
+  // Once the module is there, the next publish re-checks and goes ahead.
+  ns_.SetFile("/proc/filesystems", "nodev\tlustre\n");
+  ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
+  EXPECT_TRUE(logic.Publish(Request("team")).ok());
+  EXPECT_TRUE(readiness.Current().ok());
+}
+
+TEST_F(PublishSubDirTest, HelperFailureCodeReachesTheCaller) {
+  fail_with_ = ENODEV;
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get());
+  absl::Status s = logic.Publish(Request("team"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("ENODEV"));
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver
