@@ -31,6 +31,7 @@ _PKG_CONFIG_TARGETS = {
     "gtest": ["gtest"],
     "gmock": ["gmock"],
     "sqlite": ["sqlite3"],
+    "yaml_cpp": ["yaml-cpp"],
 }
 
 # glog's static archive needs libunwind, whose own _Unwind_Resume clashes with

@@ -19,6 +19,7 @@ PACKAGES=(
   libgtest-dev=1.12.1-0.2
   libgmock-dev=1.12.1-0.2
   libsqlite3-dev=3.40.1-2+deb12u2
+  libyaml-cpp-dev=0.7.0+dfsg-8+b1
   libunwind-dev=1.6.2-3
   liblzma-dev=5.4.1-1+deb12u2
   clang-format=1:14.0-55.7~deb12u1
@@ -29,6 +30,20 @@ PACKAGES=(
   file=1:5.44-3
   gnuplot-nox=5.4.4+dfsg1-2+b2
 )
+
+# Installed only when the command is missing: a machine image may bring its
+# own build (here kubectl 1:528.0.0-0 and Node.js 20 from vendor repositories),
+# which is then used as it is. e2e/deploy_test.sh needs all four; Debian's
+# kubectl 1.20 (kustomize 2.0.3) renders deploy/kubernetes* as well.
+IF_MISSING=(
+  kubectl:kubernetes-client=1.20.5+really1.20.2-1.1+deb12u1
+  node:nodejs=18.20.4+dfsg-1~deb12u3
+  npm:npm=9.2.0~ds1-1
+  systemd-analyze:systemd=252.39-1~deb12u2
+)
+for entry in "${IF_MISSING[@]}"; do
+  command -v "${entry%%:*}" >/dev/null 2>&1 || PACKAGES+=("${entry#*:}")
+done
 
 missing=()
 for spec in "${PACKAGES[@]}"; do

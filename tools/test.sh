@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone on a fresh Debian bookworm machine:
 # installs what is missing, runs every Bazel test, then the checks that need
-# the built binary outside Bazel (static + reproducible, container image).
+# the built binary outside Bazel (static + reproducible, container image,
+# deployment manifests, the image run under the manifests at pod level).
 # Ends with one line "tests: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,8 @@ step() {
 
 step "static and reproducible binary" bash tools/check_static_repro.sh
 step "container image" bash e2e/image_test.sh
+step "deployment manifests" bash e2e/deploy_test.sh
+step "image under the manifests (pod level)" bash e2e/pod_test.sh
 
 echo "tests: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

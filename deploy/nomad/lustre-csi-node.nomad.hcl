@@ -1,5 +1,46 @@
-# The node plugin on every Nomad client. Nomad's csi_plugin block gives the
-# task a socket directory at mount_dir and discovers the plugin there.
+# The node plugin on every Nomad client (a system job). Nomad's csi_plugin
+# block gives the task a socket directory at mount_dir and discovers the
+# plugin there.
+#
+# Mounting: the image is FROM scratch and cannot run the host's dynamically
+# linked mount.lustre, so the driver runs the host's helper in the host's
+# mount namespace: pid_mode = "host" makes /proc/1/ns/mnt the host's, and
+# privileged gives setns() and mount(2) the CAP_SYS_ADMIN they need there.
+#
+# Paths: a mount made in the host's namespace must be made at the HOST path.
+# Nomad names targets under csi_plugin.stage_publish_base_dir (a path inside
+# the container; default /local/csi) and binds the host directory
+# <client state_dir>/csi/node/<plugin id> at it, with bidirectional
+# propagation. Setting stage_publish_base_dir to that host directory makes
+# the two paths the same, so the host-side mount is where Nomad expects it and
+# the container sees it too.
+#
+# Client requirements: the docker plugin's allow_privileged = true, the
+# Lustre client on the host (/sbin/mount.lustre, the lustre module), and
+# client_state_dir below equal to the client's state_dir (`-var` to change).
+
+variable "client_state_dir" {
+  description = "the Nomad client's state_dir: <data_dir>/client unless client.state_dir is set"
+  type        = string
+  default     = "/opt/nomad/data/client"
+}
+
+variable "driver_name" {
+  description = "CSI driver name, also the Nomad plugin id"
+  type        = string
+  default     = "azurelustre.csi.azure.com"
+}
+
+variable "image" {
+  type    = string
+  default = "lustre-csi:v0.1.0"
+}
+
+locals {
+  # The host directory Nomad binds at stage_publish_base_dir.
+  plugin_dir = "${var.client_state_dir}/csi/node/${var.driver_name}"
+}
+
 job "lustre-csi-node" {
   type = "system"
 
@@ -8,19 +49,26 @@ job "lustre-csi-node" {
       driver = "docker"
 
       config {
-        image      = "lustre-csi:v0.1.0"
+        image      = var.image
         privileged = true
+        pid_mode   = "host"
         args = [
           "node",
           "--nodeid=${node.unique.name}",
+          "--drivername=${var.driver_name}",
           "--endpoint=unix:///csi/csi.sock",
+          "--mount-namespace=/proc/1/ns/mnt",
+          "--mount-helper=/sbin/mount.lustre",
+          # Inside the bound plugin directory: the same path on both sides.
+          "--working-mount-dir=${local.plugin_dir}/work",
         ]
       }
 
       csi_plugin {
-        id        = "azurelustre.csi.azure.com"
-        type      = "node"
-        mount_dir = "/csi"
+        id                     = var.driver_name
+        type                   = "node"
+        mount_dir              = "/csi"
+        stage_publish_base_dir = local.plugin_dir
       }
 
       resources {

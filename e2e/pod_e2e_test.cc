@@ -1,0 +1,326 @@
+// The shipped image under the shipped manifests, at pod level: the real image
+// (unpacked by e2e/pod_test.sh) runs chrooted with the args, env and volumes
+// of the rendered Kubernetes manifests, on a synthetic host whose only Lustre
+// client is a stand-in mount.lustre (e2e/standin_mount_lustre.cc). The test
+// drives it the way the kubelet does: over the host-side sockets, with
+// kubelet target paths, and checks the mounts in the host's mount table.
+//
+// Run through e2e/pod_test.sh, which renders the manifests, builds and
+// unpacks the image, and starts this binary as PID 1 of new namespaces.
+#include <grpcpp/grpcpp.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "e2e/e2e_util.h"
+#include "e2e/pod_runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/csi.grpc.pb.h"
+#include "proto/pluginregistration.grpc.pb.h"
+
+namespace lustre_csi::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kImage[] = "/images/lustre-csi";
+constexpr char kStandIn[] = "/opt/standin/mount.lustre";
+constexpr char kDriver[] = "azurelustre.csi.azure.com";
+constexpr char kFsData[] = "/run/lustre-standin/servers/lustrefs";
+
+std::string g_base_yaml, g_subdir_yaml;
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+// The host's Lustre client: the stand-in helper at /sbin/mount.lustre and the
+// kernel module as /proc/filesystems reports it (on this host only).
+void InstallHelper() {
+  std::filesystem::copy_file(kStandIn, "/sbin/mount.lustre",
+                             std::filesystem::copy_options::overwrite_existing);
+  chmod("/sbin/mount.lustre", 0755);
+}
+void RemoveHelper() { unlink("/sbin/mount.lustre"); }
+void LoadModule() {
+  std::string list = ReadFile("/proc/filesystems");
+  if (absl::StrContains(list, "\tlustre\n")) return;
+  ASSERT_TRUE(WriteFile("/run/filesystems", list + "nodev\tlustre\n").ok());
+  ASSERT_EQ(mount("/run/filesystems", "/proc/filesystems", nullptr, MS_BIND, nullptr), 0);
+}
+void UnloadModule() {
+  while (umount2("/proc/filesystems", 0) == 0) {
+  }
+}
+
+// Helper calls other than readiness checks (-V), in order.
+std::vector<std::string> MountCalls() {
+  std::vector<std::string> calls;
+  for (absl::string_view line : absl::StrSplit(ReadFile("/run/lustre-standin/calls.log"), '\n')) {
+    if (!line.empty() && !absl::EndsWith(line, " -V")) calls.emplace_back(line);
+  }
+  return calls;
+}
+
+bool IsMountPoint(const std::string& path) {
+  for (const std::string& m : MountsUnder(path)) {
+    if (m == path) return true;
+  }
+  return false;
+}
+
+class PodTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    InstallHelper();
+    LoadModule();
+    std::filesystem::create_directories(kFsData);
+    // What the kubelet keeps on every node.
+    std::filesystem::create_directories("/var/lib/kubelet/plugins_registry");
+    std::filesystem::create_directories("/var/lib/kubelet/pods");
+    unlink("/run/lustre-standin/calls.log");
+    absl::StatusOr<PodSpec> node =
+        LoadPodSpec(g_base_yaml, "DaemonSet", "lustre-csi-node", "lustre-csi", "node-1");
+    ASSERT_TRUE(node.ok()) << node.status();
+    node_spec_ = *node;
+  }
+
+  void TearDown() override {
+    container_.reset();
+    // Nothing the driver mounted may stay on the host.
+    EXPECT_THAT(MountsUnder("/var/lib/kubelet"), IsEmpty());
+    EXPECT_THAT(MountsUnder("/var/lib/lustre-csi"), IsEmpty());
+  }
+
+  void StartNode(const PodSpec& spec) {
+    absl::StatusOr<std::unique_ptr<Container>> c = Container::Start(spec, kImage, "node");
+    ASSERT_TRUE(c.ok()) << c.status();
+    container_ = std::move(*c);
+    absl::Status up = WaitForSocket(NodeSocket(), absl::Seconds(20));
+    ASSERT_TRUE(up.ok()) << up << "\n" << container_->Log();
+    node_ = csi::v1::Node::NewStub(UnixChannel(NodeSocket()));
+    identity_ = csi::v1::Identity::NewStub(UnixChannel(NodeSocket()));
+  }
+
+  static std::string NodeSocket() {
+    return absl::StrCat("/var/lib/kubelet/plugins/", kDriver, "/csi.sock");
+  }
+  static std::string Target(const std::string& pod) {
+    return absl::StrCat("/var/lib/kubelet/pods/", pod, "/volumes/kubernetes.io~csi/pv1/mount");
+  }
+
+  bool Ready() {
+    csi::v1::ProbeRequest req;
+    csi::v1::ProbeResponse res;
+    grpc::ClientContext ctx;
+    grpc::Status s = identity_->Probe(&ctx, req, &res);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return res.ready().value();
+  }
+
+  grpc::Status Publish(const std::string& pod, const std::string& sub_dir) {
+    // The kubelet creates the volume's directory; the driver creates `mount`.
+    std::filesystem::create_directories(std::filesystem::path(Target(pod)).parent_path());
+    csi::v1::NodePublishVolumeRequest req;
+    req.set_volume_id("pv1#lustrefs#10.0.0.4#" + sub_dir + "#f");
+    req.set_target_path(Target(pod));
+    req.mutable_volume_capability()->mutable_mount();
+    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
+        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
+    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
+    (*req.mutable_volume_context())["sub-dir"] = sub_dir;
+    grpc::ClientContext ctx;
+    csi::v1::NodePublishVolumeResponse res;
+    return node_->NodePublishVolume(&ctx, req, &res);
+  }
+
+  grpc::Status Unpublish(const std::string& pod) {
+    csi::v1::NodeUnpublishVolumeRequest req;
+    req.set_volume_id("pv1");
+    req.set_target_path(Target(pod));
+    grpc::ClientContext ctx;
+    csi::v1::NodeUnpublishVolumeResponse res;
+    return node_->NodeUnpublishVolume(&ctx, req, &res);
+  }
+
+  PodSpec node_spec_;
+  std::unique_ptr<Container> container_;
+  std::unique_ptr<csi::v1::Node::Stub> node_;
+  std::unique_ptr<csi::v1::Identity::Stub> identity_;
+};
+
+TEST_F(PodTest, ManifestRunsTheNodeAgainstTheHostsClient) {
+  EXPECT_TRUE(node_spec_.host_pid) << "the node manifest must share the host's PID namespace";
+  ASSERT_NO_FATAL_FAILURE(StartNode(node_spec_));
+
+  // The kubelet finds the plugin through its registration socket.
+  std::string reg = absl::StrCat("/var/lib/kubelet/plugins_registry/", kDriver, "-reg.sock");
+  auto registration = pluginregistration::Registration::NewStub(UnixChannel(reg));
+  pluginregistration::InfoRequest info_req;
+  pluginregistration::PluginInfo info;
+  grpc::ClientContext info_ctx;
+  ASSERT_TRUE(registration->GetInfo(&info_ctx, info_req, &info).ok()) << container_->Log();
+  EXPECT_EQ(info.name(), kDriver);
+  EXPECT_EQ(info.endpoint(), NodeSocket());
+
+  EXPECT_TRUE(Ready()) << container_->Log();
+  EXPECT_THAT(HttpGet(29635, "/readyz"), HasSubstr("200 OK"));
+
+  // A sub-dir that does not exist yet: tried, created through a root mount
+  // under the working dir, mounted.
+  grpc::Status s = Publish("p1", "team-a");
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  std::vector<std::string> calls = MountCalls();
+  ASSERT_EQ(calls.size(), 3u) << absl::StrJoin(calls, "\n");
+  EXPECT_THAT(calls[0], HasSubstr("10.0.0.4@tcp:/lustrefs/team-a " + Target("p1")));
+  EXPECT_THAT(calls[1], HasSubstr("10.0.0.4@tcp:/lustrefs /var/lib/kubelet/plugins/"));
+  EXPECT_EQ(calls[2], calls[0]);
+
+  // The mount is the host's, at the kubelet path, and carries the data.
+  EXPECT_TRUE(IsMountPoint(Target("p1")));
+  ASSERT_TRUE(WriteFile(Target("p1") + "/hello", "from pod p1").ok());
+  EXPECT_EQ(ReadFile(std::string(kFsData) + "/team-a/hello"), "from pod p1");
+
+  csi::v1::NodeGetVolumeStatsRequest stats_req;
+  stats_req.set_volume_id("pv1");
+  stats_req.set_volume_path(Target("p1"));
+  csi::v1::NodeGetVolumeStatsResponse stats;
+  grpc::ClientContext stats_ctx;
+  ASSERT_TRUE(node_->NodeGetVolumeStats(&stats_ctx, stats_req, &stats).ok());
+  ASSERT_GE(stats.usage_size(), 1);
+  EXPECT_GT(stats.usage(0).total(), 0);
+  EXPECT_FALSE(stats.volume_condition().abnormal()) << stats.volume_condition().message();
+
+  // The sub-dir exists now: a second pod is one helper call.
+  ASSERT_TRUE(Publish("p2", "team-a").ok());
+  EXPECT_EQ(MountCalls().size(), 4u);
+  EXPECT_EQ(ReadFile(Target("p2") + "/hello"), "from pod p1");
+
+  ASSERT_TRUE(Unpublish("p1").ok());
+  ASSERT_TRUE(Unpublish("p2").ok());
+  EXPECT_FALSE(std::filesystem::exists(Target("p1")));
+  EXPECT_THAT(MountsUnder("/var/lib/kubelet/pods"), IsEmpty());
+  // The working dir holds nothing after the sub-dir was made.
+  std::string work = absl::StrCat("/var/lib/kubelet/plugins/", kDriver, "/work");
+  EXPECT_TRUE(std::filesystem::is_empty(work));
+
+  node_.reset();
+  identity_.reset();
+  EXPECT_EQ(container_->Stop(), 0) << container_->Log();
+  EXPECT_FALSE(std::filesystem::exists(NodeSocket()));
+}
+
+TEST_F(PodTest, HostWithoutLustreClientIsNotReadyAndSaysWhy) {
+  RemoveHelper();
+  UnloadModule();
+  ASSERT_NO_FATAL_FAILURE(StartNode(node_spec_));
+  EXPECT_FALSE(Ready());
+  std::string readyz = HttpGet(29635, "/readyz");
+  EXPECT_THAT(readyz, HasSubstr("503"));
+  EXPECT_THAT(readyz, HasSubstr("/sbin/mount.lustre cannot run in mount namespace /proc/1/ns/mnt"));
+  EXPECT_THAT(HttpGet(29635, "/healthz"), HasSubstr("200 OK"));
+  EXPECT_THAT(HttpGet(29635, "/metrics"),
+              HasSubstr("lustre_csi_not_ready{reason=\"mount-helper\"} 1"));
+  grpc::Status s = Publish("p1", "team-a");
+  EXPECT_EQ(s.error_code(), grpc::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("mount.lustre"));
+  EXPECT_THAT(MountCalls(), IsEmpty());
+
+  // The helper without the module: still not ready, for the module's sake.
+  InstallHelper();
+  s = Publish("p1", "team-a");
+  EXPECT_EQ(s.error_code(), grpc::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("kernel module"));
+
+  // Client complete: the next publish checks again and mounts.
+  LoadModule();
+  s = Publish("p1", "team-a");
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  EXPECT_TRUE(Ready());
+  ASSERT_TRUE(Unpublish("p1").ok());
+}
+
+TEST_F(PodTest, WithoutHostPidTheNodeSaysSo) {
+  PodSpec spec = node_spec_;
+  spec.host_pid = false;  // an operator dropped hostPID from the manifest
+  ASSERT_NO_FATAL_FAILURE(StartNode(spec));
+  EXPECT_FALSE(Ready());
+  EXPECT_THAT(HttpGet(29635, "/readyz"), HasSubstr("hostPID: true"));
+  grpc::Status s = Publish("p1", "team-a");
+  EXPECT_EQ(s.error_code(), grpc::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(MountCalls(), IsEmpty());
+}
+
+TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) {
+  absl::StatusOr<PodSpec> spec =
+      LoadPodSpec(g_subdir_yaml, "Deployment", "lustre-csi-controller", "lustre-csi", "node-1");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<std::unique_ptr<Container>> c = Container::Start(*spec, kImage, "controller");
+  ASSERT_TRUE(c.ok()) << c.status();
+  container_ = std::move(*c);
+  std::string socket = container_->HostPathOf("socket-dir") + "/csi.sock";
+  ASSERT_TRUE(WaitForSocket(socket, absl::Seconds(20)).ok()) << container_->Log();
+  auto controller = csi::v1::Controller::NewStub(UnixChannel(socket));
+
+  csi::v1::CreateVolumeRequest create;
+  create.set_name("pvc-123");
+  auto* cap = create.add_volume_capabilities();
+  cap->mutable_mount();
+  cap->mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+  (*create.mutable_parameters())["mgs-ip-address"] = "10.0.0.4";
+  (*create.mutable_parameters())["fs-name"] = "lustrefs";
+  (*create.mutable_parameters())["sub-dir"] = "volumes/pvc-123";
+  (*create.mutable_parameters())["create-sub-dir"] = "true";
+  (*create.mutable_parameters())["sub-dir-on-delete"] = "delete";
+  csi::v1::CreateVolumeResponse created;
+  grpc::ClientContext create_ctx;
+  grpc::Status s = controller->CreateVolume(&create_ctx, create, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  EXPECT_TRUE(std::filesystem::is_directory(std::string(kFsData) + "/volumes/pvc-123"));
+  EXPECT_THAT(MountsUnder("/var/lib/lustre-csi"), IsEmpty());
+
+  csi::v1::DeleteVolumeRequest del;
+  del.set_volume_id(created.volume().volume_id());
+  csi::v1::DeleteVolumeResponse deleted;
+  grpc::ClientContext del_ctx;
+  s = controller->DeleteVolume(&del_ctx, del, &deleted);
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  EXPECT_FALSE(std::filesystem::exists(std::string(kFsData) + "/volumes/pvc-123"));
+  EXPECT_EQ(container_->Stop(), 0) << container_->Log();
+}
+
+}  // namespace
+}  // namespace lustre_csi::e2e
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  using lustre_csi::e2e::ReadFile;
+  lustre_csi::e2e::g_base_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_BASE"));
+  lustre_csi::e2e::g_subdir_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_SUBDIR"));
+  if (lustre_csi::e2e::g_base_yaml.empty() || lustre_csi::e2e::g_subdir_yaml.empty()) {
+    fprintf(stderr, "POD_E2E_BASE and POD_E2E_SUBDIR must name rendered manifests\n");
+    return 1;
+  }
+  absl::Status host = lustre_csi::e2e::EnterHost(
+      lustre_csi::e2e::Env("POD_E2E_WORK"),
+      {{"/images/lustre-csi", lustre_csi::e2e::Env("POD_E2E_ROOTFS")},
+       {"/opt/standin/mount.lustre", lustre_csi::e2e::Env("POD_E2E_STANDIN")}});
+  if (!host.ok()) {
+    fprintf(stderr, "%s\n", std::string(host.message()).c_str());
+    return 1;
+  }
+  return RUN_ALL_TESTS();
+}

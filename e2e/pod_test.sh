@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The shipped image under the shipped manifests, at pod level.
+#
+# Renders deploy/kubernetes (the base) and its sub-dir-provisioning overlay
+# with kubectl kustomize, builds and unpacks the image, and runs
+# //e2e:pod_e2e_test as PID 1 of new mount, PID and network namespaces. The
+# test builds a synthetic host there (nothing of it reaches this machine's
+# mount table or network) and runs the image's binary chrooted with the
+# manifests' own args and volumes against a stand-in Lustre client.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work=$(mktemp -d /tmp/lustre-csi-pod-e2e.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+kubectl kustomize deploy/kubernetes > "$work/base.yaml"
+kubectl kustomize deploy/kubernetes/overlays/sub-dir-provisioning > "$work/sub-dir.yaml"
+
+archive=$(tools/build_image.sh "$work/image.oci.tar")
+version=$(tr -d '[:space:]' < VERSION)
+mkdir "$work/layout"
+tar -xf "$archive" -C "$work/layout"
+umoci unpack --rootless --image "$work/layout:$version" "$work/bundle" >/dev/null
+
+bazel build --curses=no --noshow_progress //e2e:pod_e2e_test //e2e:standin-mount-lustre >&2
+bin=$(bazel info bazel-bin 2>/dev/null)
+cp "$bin/e2e/pod_e2e_test" "$bin/e2e/standin-mount-lustre" "$work/"
+
+mkdir "$work/scratch"
+POD_E2E_BASE="$work/base.yaml" POD_E2E_SUBDIR="$work/sub-dir.yaml" \
+  POD_E2E_ROOTFS="$work/bundle/rootfs" POD_E2E_STANDIN="$work/standin-mount-lustre" \
+  POD_E2E_WORK="$work/scratch" \
+  unshare --mount --pid --net --fork --kill-child "$work/pod_e2e_test" "$@"

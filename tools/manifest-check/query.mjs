@@ -1,0 +1,185 @@
+#!/usr/bin/env node
+// Asserts facts about a rendered manifest or a Nomad job file, for tests.
+//
+//   node query.mjs <file.yaml|file.hcl> < assertions
+//
+// Each assertion line is "<description> :: <JavaScript expression>"; blank
+// lines and lines starting with # are skipped. A line passes when the
+// expression is truthy; an exception fails it and its message is shown.
+// Prints "ok"/"FAIL" per line; exits 1 when any fails, 2 on bad input.
+//
+// The expression sees, for YAML (every document of the file):
+//   docs                    the objects
+//   obj(kind, name)         the one object of that kind and name
+//   container(o, name)      a container of a workload by name
+//   args(o, name)           that container's args
+//   flag(o, name, flag)     the value of --flag=value in those args (undefined if absent)
+//   volume(o, name)         a pod volume by name
+//   sameOnBothSides(o, name, path)
+//                           path lies under a Bidirectional mount of that container
+//                           whose hostPath volume has the same path on the host
+// and for .hcl (parsed with HashiCorp's HCL2 parser, @cdktf/hcl2json):
+//   docs[0]                 the file as JSON
+//   job                     the job with ${var.*} (defaults) and ${local.*} filled in
+//   task                    the job's only task
+//   hclFlag(name)           the value of --name=value in the task's args
+// and always:
+//   text                    the file's raw text
+//   knownFlags(sub, list)   throws naming every --flag of the list that
+//                           `lustre-csi <sub> --help` (saved as
+//                           $LUSTRE_CSI_HELP_DIR/<sub>.txt) does not list
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseYamlDocuments, requireDep } from "./modules.mjs";
+
+const file = process.argv[2];
+if (!file) {
+  console.error("usage: query.mjs <file.yaml|file.hcl> < assertions");
+  process.exit(2);
+}
+const text = readFileSync(file, "utf8");
+const isHcl = file.endsWith(".hcl");
+let docs;
+try {
+  if (isHcl) {
+    const { parse } = requireDep("@cdktf/hcl2json");
+    docs = [await parse(file, text)];
+  } else {
+    docs = parseYamlDocuments(text, file);
+  }
+} catch (e) {
+  console.error(`query: cannot parse ${file}: ${e.message ?? e}`);
+  process.exit(2);
+}
+
+function obj(kind, name) {
+  const found = docs.filter((d) => d?.kind === kind && d?.metadata?.name === name);
+  if (found.length !== 1) throw new Error(`${found.length} objects ${kind}/${name}`);
+  return found[0];
+}
+function podSpec(o) {
+  return o.spec?.template?.spec ?? o.spec;
+}
+function container(o, name) {
+  const c = (podSpec(o).containers ?? []).find((x) => x.name === name);
+  if (!c) throw new Error(`no container ${name} in ${o.kind}/${o.metadata?.name}`);
+  return c;
+}
+function args(o, name) {
+  return container(o, name).args ?? [];
+}
+function flagIn(list, name) {
+  const prefix = `--${name}=`;
+  const hits = list.filter((a) => a.startsWith(prefix));
+  if (hits.length > 1) throw new Error(`--${name} given ${hits.length} times`);
+  return hits.length === 1 ? hits[0].slice(prefix.length) : undefined;
+}
+function flag(o, name, f) {
+  return flagIn(args(o, name), f);
+}
+function volume(o, name) {
+  const v = (podSpec(o).volumes ?? []).find((x) => x.name === name);
+  if (!v) throw new Error(`no volume ${name} in ${o.kind}/${o.metadata?.name}`);
+  return v;
+}
+function under(path, dir) {
+  return typeof path === "string" && (path === dir || path.startsWith(dir.replace(/\/$/, "") + "/"));
+}
+function sameOnBothSides(o, name, path) {
+  return (container(o, name).volumeMounts ?? []).some((m) => {
+    if (m.mountPropagation !== "Bidirectional" || !under(path, m.mountPath)) return false;
+    const v = volume(o, m.name);
+    return v.hostPath?.path === m.mountPath;
+  });
+}
+
+// Nomad: fill in ${var.x} (from defaults) and ${local.x}; leave runtime
+// interpolations such as ${node.unique.name} alone.
+let job;
+let task;
+if (isHcl) {
+  const raw = docs[0];
+  const vars = {};
+  for (const [k, v] of Object.entries(raw.variable ?? {})) vars[k] = v[0].default;
+  const locals = {};
+  const fill = (s) =>
+    s.replace(/\$\{(var|local)\.(\w+)\}/g, (m, kind, name) => {
+      const table = kind === "var" ? vars : locals;
+      if (!(name in table) || table[name] === undefined) throw new Error(`${file}: cannot resolve ${m}`);
+      return String(table[name]);
+    });
+  for (const block of raw.locals ?? []) for (const [k, v] of Object.entries(block)) locals[k] = fill(v);
+  const walk = (v) =>
+    typeof v === "string"
+      ? fill(v)
+      : Array.isArray(v)
+        ? v.map(walk)
+        : v && typeof v === "object"
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]))
+          : v;
+  try {
+    job = walk(raw.job ?? {});
+  } catch (e) {
+    console.error(`query: ${e.message}`);
+    process.exit(2);
+  }
+  const tasks = [];
+  for (const jobs of Object.values(job))
+    for (const j of jobs)
+      for (const groups of Object.values(j.group ?? {}))
+        for (const g of groups) for (const ts of Object.values(g.task ?? {})) tasks.push(...ts);
+  task = tasks.length === 1 ? tasks[0] : undefined;
+}
+function hclFlag(name) {
+  return flagIn(task.config[0].args, name);
+}
+
+function knownFlags(sub, list) {
+  const dir = process.env.LUSTRE_CSI_HELP_DIR;
+  const helpFile = dir ? join(dir, `${sub}.txt`) : "";
+  if (!dir || !existsSync(helpFile)) throw new Error(`no help text ${helpFile || "(LUSTRE_CSI_HELP_DIR unset)"}`);
+  const known = new Set();
+  for (const line of readFileSync(helpFile, "utf8").split("\n")) {
+    const m = /^\s+--([a-z0-9][a-z0-9_-]*)/.exec(line);
+    if (m) known.add(m[1].replace(/_/g, "-"));
+  }
+  const unknown = list
+    .filter((a) => a.startsWith("--"))
+    .map((a) => a.slice(2).split("=")[0])
+    .filter((n) => !known.has(n.replace(/_/g, "-")));
+  if (unknown.length > 0) throw new Error(`lustre-csi ${sub} does not know --${unknown.join(", --")}`);
+  return true;
+}
+
+const lines = readFileSync(0, "utf8").split("\n");
+let failed = 0;
+for (const raw of lines) {
+  const line = raw.trim();
+  if (line === "" || line.startsWith("#")) continue;
+  const sep = line.indexOf(" :: ");
+  if (sep < 0) {
+    console.error(`query: assertion without " :: ": ${line}`);
+    process.exit(2);
+  }
+  const what = line.slice(0, sep);
+  const expr = line.slice(sep + 4);
+  let ok = false;
+  let why = "false";
+  try {
+    const fn = new Function(
+      "docs", "obj", "container", "args", "flag", "volume", "sameOnBothSides",
+      "job", "task", "hclFlag", "text", "knownFlags",
+      `return (${expr});`,
+    );
+    ok = Boolean(fn(docs, obj, container, args, flag, volume, sameOnBothSides, job, task, hclFlag, text, knownFlags));
+  } catch (e) {
+    why = e.message;
+  }
+  if (ok) {
+    console.log(`  ok   ${what}`);
+  } else {
+    failed++;
+    console.log(`  FAIL ${what}  [${expr} -> ${why}]`);
+  }
+}
+process.exit(failed > 0 ? 1 : 0);
