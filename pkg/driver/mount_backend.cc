@@ -70,6 +70,14 @@ bool InstallsLustre(absl::string_view modules_dep) {
   return false;
 }
 
+// The helper's output for a message: trimmed, at most 1 KiB.
+std::string HelperOutput(absl::string_view output) {
+  constexpr size_t kMax = 1024;
+  output = absl::StripAsciiWhitespace(output);
+  if (output.size() <= kMax) return std::string(output);
+  return absl::StrCat(output.substr(0, kMax), "...");
+}
+
 // "<source>" joined with the mount's root inside its file system, so a mount
 // of <fs>/<sub> reads the same whether the kernel shows it as the source
 // "<mgs>:/<fs>/<sub>" with root "/" or as "<mgs>:/<fs>" with root "/<sub>".
@@ -103,8 +111,8 @@ class LustreBackend : public MountBackend {
     if (!version.ok()) {
       cannot_run = std::string(version.status().message());
     } else if (!version->signaled && (version->exit_code == 126 || version->exit_code == 127)) {
-      cannot_run = absl::StrCat(helper, " -V: ", version->Describe(), ": ",
-                                Cut(absl::StripAsciiWhitespace(version->output)));
+      cannot_run =
+          absl::StrCat(helper, " -V: ", version->Describe(), ": ", HelperOutput(version->output));
     }
     if (!cannot_run.empty()) {
       std::string hint;
@@ -207,12 +215,6 @@ class LustreBackend : public MountBackend {
 
  private:
   static constexpr absl::string_view kOwnNamespace = "the driver's own mount namespace";
-
-  static std::string Cut(absl::string_view text) {
-    constexpr size_t kMax = 1024;
-    if (text.size() <= kMax) return std::string(text);
-    return absl::StrCat(text.substr(0, kMax), "...");
-  }
 
   // A new, empty directory under the working mount dir.
   absl::StatusOr<std::string> MakeWorkingDir() {
@@ -349,8 +351,7 @@ std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::Mo
 }
 
 absl::Status HelperFailure(const std::string& what, const volume::ProcessResult& result) {
-  std::string output(absl::StripAsciiWhitespace(result.output));
-  if (output.size() > 1024) output = absl::StrCat(output.substr(0, 1024), "...");
+  std::string output = HelperOutput(result.output);
   if (result.signaled) {
     return absl::UnavailableError(absl::StrCat(what, ": ", result.Describe(), ": ", output));
   }

@@ -1,7 +1,6 @@
 #include "pkg/volume/linux_mount_namespace.h"
 
 #include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,22 +13,6 @@
 
 namespace lustre_csi::volume {
 namespace {
-
-absl::StatusOr<std::string> ReadDirectly(const std::string& path, size_t max_bytes) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, absl::StrCat("open ", path));
-  absl::Cleanup close_fd = [fd] { close(fd); };
-  std::string data;
-  char buf[4096];
-  while (data.size() < max_bytes) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(errno, absl::StrCat("read ", path));
-    if (n == 0) break;
-    data.append(buf, std::min(static_cast<size_t>(n), max_bytes - data.size()));
-  }
-  return data;
-}
 
 class LinuxMountNamespace : public MountNamespace {
  public:
@@ -69,12 +52,6 @@ class LinuxMountNamespace : public MountNamespace {
   }
 
   absl::Status Unmount(const std::string& target, int flags) override {
-    if (path_.empty()) {
-      if (umount2(target.c_str(), flags) != 0) {
-        return ErrnoError(errno, absl::StrCat("unmount ", target));
-      }
-      return absl::OkStatus();
-    }
     absl::StatusOr<ChildReply> reply =
         InNamespace([&](int fd) { return UnmountInNamespace(fd, target, flags, timeout_); });
     if (!reply.ok()) return reply.status();
@@ -85,7 +62,6 @@ class LinuxMountNamespace : public MountNamespace {
   }
 
   absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
-    if (path_.empty()) return ReadDirectly(path, max_bytes);
     absl::StatusOr<ChildReply> reply =
         InNamespace([&](int fd) { return ReadFileInNamespace(fd, path, max_bytes, timeout_); });
     if (!reply.ok()) return reply.status();
@@ -96,18 +72,12 @@ class LinuxMountNamespace : public MountNamespace {
   }
 
   absl::StatusOr<bool> Exists(const std::string& path) override {
-    int err = 0;
-    if (path_.empty()) {
-      err = access(path.c_str(), F_OK) == 0 ? 0 : errno;
-    } else {
-      absl::StatusOr<ChildReply> reply =
-          InNamespace([&](int fd) { return AccessInNamespace(fd, path, F_OK, timeout_); });
-      if (!reply.ok()) return reply.status();
-      err = reply->err;
-    }
-    if (err == 0) return true;
-    if (err == ENOENT || err == ENOTDIR) return false;
-    return ErrnoError(err, absl::StrCat("access ", path, " in ", Describe()));
+    absl::StatusOr<ChildReply> reply =
+        InNamespace([&](int fd) { return AccessInNamespace(fd, path, F_OK, timeout_); });
+    if (!reply.ok()) return reply.status();
+    if (reply->err == 0) return true;
+    if (reply->err == ENOENT || reply->err == ENOTDIR) return false;
+    return ErrnoError(reply->err, absl::StrCat("access ", path, " in ", Describe()));
   }
 
  private:
@@ -127,7 +97,7 @@ class LinuxMountNamespace : public MountNamespace {
     absl::StatusOr<int> fd = OpenNamespace();
     if (!fd.ok()) return fd.status();
     absl::StatusOr<ChildReply> reply = fn(*fd);
-    close(*fd);
+    if (*fd >= 0) close(*fd);
     if (!reply.ok()) return Annotate(reply.status(), Describe());
     return reply;
   }

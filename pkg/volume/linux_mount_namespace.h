@@ -1,8 +1,7 @@
 // The Linux MountNamespace: every operation runs in a child process that has
 // entered the namespace file (process.h), opened afresh each time so that a
-// namespace that appears later (or goes away) is seen. With an empty path it
-// works in the caller's own namespace: programs still run as children, but
-// unmounts and file reads are made directly.
+// namespace that appears later (or goes away) is seen. With an empty path the
+// children stay in the caller's own namespace: one code path either way.
 //
 // `timeout` bounds unmounts and file reads; programs get the timeout their
 // caller passes. Visible only to the binary, e2e tests and this package.
