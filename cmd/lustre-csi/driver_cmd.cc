@@ -63,8 +63,10 @@ DEFINE_string(plugin_registration_dir, "",
               "registration API there itself (no node-driver-registrar sidecar needed)");
 DEFINE_string(kubelet_registration_path, "",
               "the CSI socket path as the kubelet sees it (default: the --endpoint path)");
-DEFINE_int32(shutdown_grace_seconds, 30,
-             "on SIGTERM, how long in-flight calls may take before they are cancelled");
+DEFINE_int32(
+    shutdown_grace_seconds, 30,
+    "on SIGTERM, how long in-flight calls may take before they are cancelled; with none in "
+    "flight the process exits at once");
 
 namespace lustre_csi {
 namespace {

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,61 @@
 #include "pkg/server/endpoint.h"
 
 namespace lustre_csi::server {
+
+// Counts calls from the moment gRPC hands them to a service until they are
+// done, through an interceptor that every call gets.
+class CallCounter {
+ public:
+  void Add(int delta) {
+    absl::MutexLock lock(&mu_);
+    active_ += delta;
+  }
+  int Active() const {
+    absl::MutexLock lock(&mu_);
+    return active_;
+  }
+  // True when no call is in flight before `deadline`.
+  bool AwaitIdle(absl::Time deadline) const {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return active_ == 0; };
+    return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+namespace {
+
+class CountingInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit CountingInterceptor(std::shared_ptr<CallCounter> calls) : calls_(std::move(calls)) {
+    calls_->Add(1);
+  }
+  ~CountingInterceptor() override { calls_->Add(-1); }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+
+ private:
+  std::shared_ptr<CallCounter> calls_;
+};
+
+class CountingInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CountingInterceptorFactory(std::shared_ptr<CallCounter> calls)
+      : calls_(std::move(calls)) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo*) override {
+    return new CountingInterceptor(calls_);
+  }
+
+ private:
+  std::shared_ptr<CallCounter> calls_;
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
     const std::string& socket_path, const std::vector<grpc::Service*>& services,
@@ -25,6 +81,10 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
                            &bound);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);
+  auto calls = std::make_shared<CallCounter>();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counting;
+  counting.push_back(std::make_unique<CountingInterceptorFactory>(calls));
+  builder.experimental().SetInterceptorCreators(std::move(counting));
 
   // The socket is created by bind(); with this umask it is born 0600.
   mode_t old_umask = umask(0177);
@@ -38,11 +98,15 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
     PLOG(WARNING) << "chmod 0600 " << socket_path;
   }
   LOG(INFO) << "serving gRPC on unix://" << socket_path;
-  return std::unique_ptr<UnixGrpcServer>(new UnixGrpcServer(socket_path, std::move(server)));
+  return std::unique_ptr<UnixGrpcServer>(
+      new UnixGrpcServer(socket_path, std::move(calls), std::move(server)));
 }
 
-UnixGrpcServer::UnixGrpcServer(std::string socket_path, std::unique_ptr<grpc::Server> server)
-    : socket_path_(std::move(socket_path)), server_(std::move(server)) {}
+UnixGrpcServer::UnixGrpcServer(std::string socket_path, std::shared_ptr<CallCounter> calls,
+                               std::unique_ptr<grpc::Server> server)
+    : socket_path_(std::move(socket_path)), calls_(std::move(calls)), server_(std::move(server)) {}
+
+int UnixGrpcServer::InFlight() const { return calls_->Active(); }
 
 UnixGrpcServer::~UnixGrpcServer() { Shutdown(absl::ZeroDuration()); }
 
@@ -59,7 +123,16 @@ void UnixGrpcServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   if (health != nullptr) health->Shutdown();
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // gRPC's own Shutdown(deadline) would also wait, up to the deadline, for
+  // idle connections to go through a graceful close that a client which is
+  // not reading never finishes. Wait for the calls instead; a deadline in
+  // the past then makes gRPC cancel what is left and close every connection.
+  if (!calls_->AwaitIdle(absl::Now() + grace)) {
+    LOG(WARNING) << calls_->Active() << " call(s) on unix://" << socket_path_
+                 << " still running after the grace period of " << absl::FormatDuration(grace)
+                 << "; cancelling them";
+  }
+  server_->Shutdown(absl::ToChronoTime(absl::Now()));
   server_->Wait();
   if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
     PLOG(WARNING) << "cannot remove socket " << socket_path_;

@@ -3,9 +3,12 @@
 // Start() checks the socket path (a stale socket is replaced, a live one is an
 // error), creates the socket owner-only (0600) with no window in which others
 // could connect, and serves the given services together with the standard
-// gRPC health service and server reflection. Shutdown() stops accepting
-// calls, gives in-flight calls a grace period, cancels what is left and
-// removes the socket file.
+// gRPC health service and server reflection. Shutdown() reports NOT_SERVING,
+// waits for the calls in flight to finish (at most the grace period), then
+// stops the server: calls still running are cancelled and every connection
+// is closed at once, idle ones included (a client that keeps an idle
+// connection open cannot hold the shutdown up), and the socket file is
+// removed.
 //
 // The services are borrowed and must outlive the server. Start() changes the
 // process umask for the duration of the bind; call it before starting threads
@@ -30,6 +33,8 @@ struct GrpcServerOptions {
   int max_receive_message_bytes = 4 << 20;
 };
 
+class CallCounter;  // grpc_server.cc
+
 class UnixGrpcServer {
  public:
   static absl::StatusOr<std::unique_ptr<UnixGrpcServer>> Start(
@@ -47,12 +52,17 @@ class UnixGrpcServer {
 
   void Shutdown(absl::Duration grace);
 
+  // Calls being served now, of every service (health and reflection too).
+  int InFlight() const;
+
   const std::string& socket_path() const { return socket_path_; }
 
  private:
-  UnixGrpcServer(std::string socket_path, std::unique_ptr<grpc::Server> server);
+  UnixGrpcServer(std::string socket_path, std::shared_ptr<CallCounter> calls,
+                 std::unique_ptr<grpc::Server> server);
 
   const std::string socket_path_;
+  const std::shared_ptr<CallCounter> calls_;
   absl::Mutex mu_;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,11 +1,14 @@
 #include "pkg/server/grpc_server.h"
 
 #include <grpcpp/generic/generic_stub.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
@@ -167,6 +170,112 @@ TEST_F(UnixGrpcServerTest, OversizedRequestIsResourceExhausted) {
   pluginregistration::RegistrationStatusResponse reply;
   EXPECT_EQ(stub->NotifyRegistrationStatus(&ctx, big, &reply).error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+// GetInfo that holds the call until the test releases it.
+class HeldRegistration final : public pluginregistration::Registration::Service {
+ public:
+  grpc::Status GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
+                       pluginregistration::PluginInfo* info) override {
+    entered.Notify();
+    release.WaitForNotification();
+    info->set_name("held.csi.io");
+    return grpc::Status::OK;
+  }
+  absl::Notification entered, release;
+};
+
+TEST_F(UnixGrpcServerTest, ShutdownLetsTheCallInFlightFinish) {
+  HeldRegistration held;
+  auto server = UnixGrpcServer::Start(path_, {&held});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->InFlight(), 0);
+
+  grpc::Status call_status;
+  pluginregistration::PluginInfo info;
+  std::thread call([&] {
+    auto stub = pluginregistration::Registration::NewStub(Channel());
+    grpc::ClientContext ctx;
+    call_status = stub->GetInfo(&ctx, {}, &info);
+  });
+  held.entered.WaitForNotification();
+  EXPECT_EQ((*server)->InFlight(), 1);
+
+  std::thread shutdown([&] { (*server)->Shutdown(absl::Hours(1)); });
+  // Shutdown has begun once health says NOT_SERVING; the server still
+  // answers while it waits for the held call.
+  std::string health;
+  do {
+    ASSERT_TRUE(HealthCheck(&health).ok());
+  } while (health != std::string("\x08\x02", 2));
+  EXPECT_EQ(access(path_.c_str(), F_OK), 0) << "socket removed while a call was in flight";
+
+  held.release.Notify();
+  call.join();
+  shutdown.join();
+  EXPECT_TRUE(call_status.ok()) << call_status.error_message();
+  EXPECT_EQ(info.name(), "held.csi.io");
+  EXPECT_EQ((*server)->InFlight(), 0);
+  EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+TEST_F(UnixGrpcServerTest, ShutdownCancelsWhatOutlivesTheGracePeriod) {
+  HeldRegistration held;
+  auto server = UnixGrpcServer::Start(path_, {&held});
+  ASSERT_TRUE(server.ok()) << server.status();
+  grpc::Status call_status;
+  std::thread call([&] {
+    auto stub = pluginregistration::Registration::NewStub(Channel());
+    grpc::ClientContext ctx;
+    pluginregistration::PluginInfo info;
+    call_status = stub->GetInfo(&ctx, {}, &info);
+  });
+  held.entered.WaitForNotification();
+  // The handler cannot be interrupted; the client is told at once, with a
+  // code that invites a retry.
+  std::thread shutdown([&] { (*server)->Shutdown(absl::ZeroDuration()); });
+  call.join();
+  EXPECT_EQ(call_status.error_code(), grpc::StatusCode::UNAVAILABLE) << call_status.error_message();
+  held.release.Notify();
+  shutdown.join();
+  EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+// A client that keeps its connection open and reads nothing must not hold
+// up the shutdown: with no call in flight, Shutdown returns without waiting
+// for that client, however long the grace period. The client here speaks
+// just enough HTTP/2 (the connection preface and an empty SETTINGS frame) for
+// the server to take the connection, then never reads, so it never answers
+// the server's closing handshake. The test bounds its own wait so that a
+// regression fails instead of hanging.
+TEST_F(UnixGrpcServerTest, IdleConnectionDoesNotHoldUpShutdown) {
+  auto server = UnixGrpcServer::Start(path_, {&service_});
+  ASSERT_TRUE(server.ok()) << server.status();
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path_.c_str());
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  std::string hello(kPreface, sizeof(kPreface) - 1);
+  hello += std::string("\0\0\0\x04\0\0\0\0\0", 9);  // SETTINGS, empty
+  ASSERT_EQ(write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  // The server has taken the connection once it answers with its SETTINGS.
+  char first;
+  ASSERT_EQ(read(fd, &first, 1), 1);
+
+  absl::Notification done;
+  std::thread shutdown([&] {
+    (*server)->Shutdown(absl::Hours(1));
+    done.Notify();
+  });
+  bool returned = done.WaitForNotificationWithTimeout(absl::Seconds(5));
+  EXPECT_TRUE(returned) << "Shutdown still waiting for a client that reads nothing";
+  if (!returned) close(fd);  // let it finish
+  shutdown.join();
+  if (returned) close(fd);
+  EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
 }
 
 }  // namespace
