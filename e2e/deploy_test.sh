@@ -57,26 +57,8 @@ echo "  kubectl $(kubectl version --client 2>/dev/null | head -1 | sed 's/^Clien
 
 step "npm dependencies of tools/manifest-check (from package-lock.json)"
 tool=tools/manifest-check
-lock_hash=$(sha256sum "$tool/package-lock.json" "$tool/package.json" | sha256sum | cut -c1-16)
-cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/lustre-csi/manifest-check
-deps=$cache_root/$lock_hash
-if [[ ! -f "$deps/.complete" ]]; then
-  mkdir -p "$cache_root"
-  staging=$(mktemp -d "$cache_root/.tmp.XXXXXX")
-  cp "$tool/package.json" "$tool/package-lock.json" "$staging/"
-  if ! (cd "$staging" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >"$staging/npm.log" 2>&1); then
-    cat "$staging/npm.log"
-    rm -rf "$staging"
-    fail "npm ci"
-  fi
-  touch "$staging/.complete"
-  rm -rf "$deps"
-  mv -T "$staging" "$deps" 2>/dev/null || rm -rf "$staging"
-  echo "  installed into $deps"
-else
-  echo "  present in $deps"
-fi
-export MANIFEST_CHECK_NODE_MODULES=$deps/node_modules
+MANIFEST_CHECK_NODE_MODULES=$("$tool/deps.sh") || fail "npm ci"
+export MANIFEST_CHECK_NODE_MODULES
 check_js=$repo/$tool/check.mjs
 query_js=$repo/$tool/query.mjs
 ok "dependencies"

@@ -38,7 +38,13 @@ constexpr char kStandIn[] = "/opt/standin/mount.lustre";
 constexpr char kDriver[] = "azurelustre.csi.azure.com";
 constexpr char kFsData[] = "/run/lustre-standin/servers/lustrefs";
 
-std::string g_base_yaml, g_subdir_yaml;
+std::string g_base_yaml, g_subdir_yaml, g_nomad_node_yaml;
+
+// The Nomad client that e2e/pod_test.sh models (tools/manifest-check/
+// nomad-pod.mjs): its state_dir (the node job's default) and the plugin
+// task's allocation.
+constexpr char kNomadStateDir[] = "/opt/nomad/data/client";
+constexpr char kNomadPluginAlloc[] = "7c2f1d4e-0b5a-4c8e-9a61-3d2b8e5f1a90";
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -101,16 +107,19 @@ class PodTest : public testing::Test {
     // Nothing the driver mounted may stay on the host.
     EXPECT_THAT(MountsUnder("/var/lib/kubelet"), IsEmpty());
     EXPECT_THAT(MountsUnder("/var/lib/lustre-csi"), IsEmpty());
+    EXPECT_THAT(MountsUnder("/opt/nomad"), IsEmpty());
   }
 
-  void StartNode(const PodSpec& spec) {
+  // Starts the node and connects to its CSI socket at `socket`, a path on
+  // the host.
+  void StartNode(const PodSpec& spec, const std::string& socket = NodeSocket()) {
     absl::StatusOr<std::unique_ptr<Container>> c = Container::Start(spec, kImage, "node");
     ASSERT_TRUE(c.ok()) << c.status();
     container_ = std::move(*c);
-    absl::Status up = WaitForSocket(NodeSocket(), absl::Seconds(20));
+    absl::Status up = WaitForSocket(socket, absl::Seconds(20));
     ASSERT_TRUE(up.ok()) << up << "\n" << container_->Log();
-    node_ = csi::v1::Node::NewStub(UnixChannel(NodeSocket()));
-    identity_ = csi::v1::Identity::NewStub(UnixChannel(NodeSocket()));
+    node_ = csi::v1::Node::NewStub(UnixChannel(socket));
+    identity_ = csi::v1::Identity::NewStub(UnixChannel(socket));
   }
 
   static std::string NodeSocket() {
@@ -132,9 +141,13 @@ class PodTest : public testing::Test {
   grpc::Status Publish(const std::string& pod, const std::string& sub_dir) {
     // The kubelet creates the volume's directory; the driver creates `mount`.
     std::filesystem::create_directories(std::filesystem::path(Target(pod)).parent_path());
+    return PublishAt(Target(pod), sub_dir);
+  }
+
+  grpc::Status PublishAt(const std::string& target, const std::string& sub_dir) {
     csi::v1::NodePublishVolumeRequest req;
     req.set_volume_id("pv1#lustrefs#10.0.0.4#" + sub_dir + "#f");
-    req.set_target_path(Target(pod));
+    req.set_target_path(target);
     req.mutable_volume_capability()->mutable_mount();
     req.mutable_volume_capability()->mutable_access_mode()->set_mode(
         csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
@@ -146,10 +159,12 @@ class PodTest : public testing::Test {
     return node_->NodePublishVolume(&ctx, req, &res);
   }
 
-  grpc::Status Unpublish(const std::string& pod) {
+  grpc::Status Unpublish(const std::string& pod) { return UnpublishAt(Target(pod)); }
+
+  grpc::Status UnpublishAt(const std::string& target) {
     csi::v1::NodeUnpublishVolumeRequest req;
     req.set_volume_id("pv1");
-    req.set_target_path(Target(pod));
+    req.set_target_path(target);
     grpc::ClientContext ctx;
     csi::v1::NodeUnpublishVolumeResponse res;
     return node_->NodeUnpublishVolume(&ctx, req, &res);
@@ -263,6 +278,51 @@ TEST_F(PodTest, WithoutHostPidTheNodeSaysSo) {
   EXPECT_THAT(MountCalls(), IsEmpty());
 }
 
+// The Nomad node job, run as a Nomad client with the docker driver would run
+// it: Nomad reaches the plugin at <state_dir>/csi/plugins/<alloc>/csi.sock
+// and gives it targets under stage_publish_base_dir, which the job makes the
+// host directory Nomad binds there, so the helper, running in the host's
+// mount namespace, mounts where Nomad then binds the volume into the
+// workload's task.
+TEST_F(PodTest, NomadNodeJobMountsWhereNomadLooks) {
+  absl::StatusOr<PodSpec> spec =
+      LoadPodSpec(g_nomad_node_yaml, "Pod", "plugin", "plugin", "node-1");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->host_pid) << "the Nomad node job must use pid_mode = \"host\"";
+  std::string socket =
+      absl::StrCat(kNomadStateDir, "/csi/plugins/", kNomadPluginAlloc, "/csi.sock");
+  ASSERT_NO_FATAL_FAILURE(StartNode(*spec, socket));
+  EXPECT_TRUE(Ready()) << container_->Log();
+
+  // Nomad's volume manager makes the per-allocation directory on the host
+  // and passes the plugin the same directory as the task sees it.
+  std::string plugin_dir = absl::StrCat(kNomadStateDir, "/csi/node/", kDriver);
+  std::string target = absl::StrCat(plugin_dir, "/per-alloc/0b9e6d2c-5f4a-4e1b-8c3d-2a7f9e1b4c6d",
+                                    "/pv1/rw-file-system-multi-node-multi-writer");
+  std::filesystem::create_directories(target);
+  grpc::Status s = PublishAt(target, "team-n");
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  std::vector<std::string> calls = MountCalls();
+  ASSERT_EQ(calls.size(), 3u) << absl::StrJoin(calls, "\n");
+  EXPECT_THAT(calls[0], HasSubstr("10.0.0.4@tcp:/lustrefs/team-n " + target));
+  EXPECT_THAT(calls[1], HasSubstr("10.0.0.4@tcp:/lustrefs " + plugin_dir + "/work/"));
+
+  // The host's mount, at the path Nomad binds into the workload.
+  EXPECT_TRUE(IsMountPoint(target));
+  ASSERT_TRUE(WriteFile(target + "/hello", "from a Nomad task").ok());
+  EXPECT_EQ(ReadFile(std::string(kFsData) + "/team-n/hello"), "from a Nomad task");
+
+  ASSERT_TRUE(UnpublishAt(target).ok());
+  EXPECT_FALSE(IsMountPoint(target));
+  EXPECT_THAT(MountsUnder(plugin_dir), IsEmpty());
+  EXPECT_TRUE(std::filesystem::is_empty(plugin_dir + "/work"));
+
+  node_.reset();
+  identity_.reset();
+  EXPECT_EQ(container_->Stop(), 0) << container_->Log();
+  EXPECT_FALSE(std::filesystem::exists(socket));
+}
+
 TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) {
   absl::StatusOr<PodSpec> spec =
       LoadPodSpec(g_subdir_yaml, "Deployment", "lustre-csi-controller", "lustre-csi", "node-1");
@@ -310,8 +370,11 @@ int main(int argc, char** argv) {
   using lustre_csi::e2e::ReadFile;
   lustre_csi::e2e::g_base_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_BASE"));
   lustre_csi::e2e::g_subdir_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_SUBDIR"));
-  if (lustre_csi::e2e::g_base_yaml.empty() || lustre_csi::e2e::g_subdir_yaml.empty()) {
-    fprintf(stderr, "POD_E2E_BASE and POD_E2E_SUBDIR must name rendered manifests\n");
+  lustre_csi::e2e::g_nomad_node_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_NOMAD_NODE"));
+  if (lustre_csi::e2e::g_base_yaml.empty() || lustre_csi::e2e::g_subdir_yaml.empty() ||
+      lustre_csi::e2e::g_nomad_node_yaml.empty()) {
+    fprintf(stderr,
+            "POD_E2E_BASE, POD_E2E_SUBDIR and POD_E2E_NOMAD_NODE must name rendered manifests\n");
     return 1;
   }
   absl::Status host = lustre_csi::e2e::EnterHost(

@@ -82,11 +82,16 @@ std::string SetUpAndExec(const PodSpec& spec, const std::string& rootfs,
   if (!MkdirAll(proc).ok() || mount("proc", proc.c_str(), "proc", 0, nullptr) != 0) {
     return std::string("mount /proc: ") + strerror(errno);
   }
+  // A minimal /dev, unless the pod binds one (as Nomad binds the host's).
+  bool dev_volume = false;
+  for (const VolumeMount& m : spec.mounts) dev_volume = dev_volume || m.mount_path == "/dev";
   std::string dev = rootfs + "/dev";
-  if (!MkdirAll(dev).ok() || mount("dev", dev.c_str(), "tmpfs", 0, "mode=0755") != 0) {
+  if (!dev_volume &&
+      (!MkdirAll(dev).ok() || mount("dev", dev.c_str(), "tmpfs", 0, "mode=0755") != 0)) {
     return "mount /dev";
   }
   for (const char* d : {"null", "zero", "random", "urandom"}) {
+    if (dev_volume) break;
     std::string node = dev + "/" + d;
     int fd = open(node.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
     if (fd >= 0) close(fd);
@@ -141,7 +146,7 @@ absl::StatusOr<PodSpec> LoadPodSpec(const std::string& yaml, const std::string& 
     }
     PodSpec spec;
     spec.workload = kind + "/" + name;
-    YAML::Node pod = doc["spec"]["template"]["spec"];
+    YAML::Node pod = kind == "Pod" ? doc["spec"] : doc["spec"]["template"]["spec"];
     spec.host_pid = pod["hostPID"].as<bool>(false);
     spec.host_network = pod["hostNetwork"].as<bool>(false);
     for (const YAML::Node& v : pod["volumes"]) {

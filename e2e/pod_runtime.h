@@ -12,7 +12,8 @@
 // volumes bind-mounted at their mountPaths (hostPath as given, emptyDir from
 // a scratch directory; Bidirectional as rshared, HostToContainer as rslave,
 // None as private), its own mount namespace (and PID namespace unless the pod
-// has hostPID), /proc and a minimal /dev, then pivot_root (as runc does) and
+// has hostPID), /proc and a minimal /dev (unless a volume is mounted at
+// /dev), then pivot_root (as runc does) and
 // exec of the image's
 // entrypoint with the container's args ($(VAR) filled from its env).
 #ifndef LUSTRE_CSI_E2E_POD_RUNTIME_H_
@@ -55,8 +56,9 @@ struct PodSpec {
 };
 
 // Reads `kind`/`name`'s container `container` from multi-document YAML (as
-// rendered by kubectl kustomize). Env values come from `value` or, for a
-// fieldRef to spec.nodeName, from `node_name`.
+// rendered by kubectl kustomize); a workload's pod template, or a Pod's spec
+// (as tools/manifest-check/nomad-pod.mjs renders a Nomad task). Env values come from `value` or,
+// for a fieldRef to spec.nodeName, from `node_name`.
 absl::StatusOr<PodSpec> LoadPodSpec(const std::string& yaml, const std::string& kind,
                                     const std::string& name, const std::string& container,
                                     const std::string& node_name);

@@ -2,7 +2,10 @@
 # The shipped image under the shipped manifests, at pod level.
 #
 # Renders deploy/kubernetes (the base) and its sub-dir-provisioning overlay
-# with kubectl kustomize, builds and unpacks the image, and runs
+# with kubectl kustomize, the Nomad node job as the container a Nomad client
+# would start (tools/manifest-check/nomad-pod.mjs, for a client whose
+# state_dir is the job's default and an allocation id the test knows), builds
+# and unpacks the image, and runs
 # //e2e:pod_e2e_test as PID 1 of new mount, PID and network namespaces. The
 # test builds a synthetic host there (nothing of it reaches this machine's
 # mount table or network) and runs the image's binary chrooted with the
@@ -15,6 +18,10 @@ trap 'rm -rf "$work"' EXIT
 
 kubectl kustomize deploy/kubernetes > "$work/base.yaml"
 kubectl kustomize deploy/kubernetes/overlays/sub-dir-provisioning > "$work/sub-dir.yaml"
+MANIFEST_CHECK_NODE_MODULES=$(tools/manifest-check/deps.sh)
+export MANIFEST_CHECK_NODE_MODULES
+node tools/manifest-check/nomad-pod.mjs deploy/nomad/lustre-csi-node.nomad.hcl \
+  /opt/nomad/data/client node-1 7c2f1d4e-0b5a-4c8e-9a61-3d2b8e5f1a90 > "$work/nomad-node.yaml"
 
 archive=$(tools/build_image.sh "$work/image.oci.tar")
 version=$(tr -d '[:space:]' < VERSION)
@@ -28,6 +35,7 @@ cp "$bin/e2e/pod_e2e_test" "$bin/e2e/standin-mount-lustre" "$work/"
 
 mkdir "$work/scratch"
 POD_E2E_BASE="$work/base.yaml" POD_E2E_SUBDIR="$work/sub-dir.yaml" \
+  POD_E2E_NOMAD_NODE="$work/nomad-node.yaml" \
   POD_E2E_ROOTFS="$work/bundle/rootfs" POD_E2E_STANDIN="$work/standin-mount-lustre" \
   POD_E2E_WORK="$work/scratch" \
   unshare --mount --pid --net --fork --kill-child "$work/pod_e2e_test" "$@"

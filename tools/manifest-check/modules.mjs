@@ -36,3 +36,38 @@ export function parseYamlDocuments(text, source) {
   }
   return out;
 }
+
+// A Nomad job file parsed with HashiCorp's HCL2 parser: `raw` as the parser
+// gives it, `job` with ${var.x} (from the variables' defaults) and ${local.x}
+// filled in, `tasks` every task of it. Runtime interpolations such as
+// ${node.unique.name} are left alone.
+export async function loadNomadJob(file, text) {
+  const { parse } = requireDep("@cdktf/hcl2json");
+  const raw = await parse(file, text);
+  const vars = {};
+  for (const [k, v] of Object.entries(raw.variable ?? {})) vars[k] = v[0].default;
+  const locals = {};
+  const fill = (s) =>
+    s.replace(/\$\{(var|local)\.(\w+)\}/g, (m, kind, name) => {
+      const table = kind === "var" ? vars : locals;
+      if (!(name in table) || table[name] === undefined) throw new Error(`${file}: cannot resolve ${m}`);
+      return String(table[name]);
+    });
+  for (const block of raw.locals ?? []) for (const [k, v] of Object.entries(block)) locals[k] = fill(v);
+  const walk = (v) =>
+    typeof v === "string"
+      ? fill(v)
+      : Array.isArray(v)
+        ? v.map(walk)
+        : v && typeof v === "object"
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]))
+          : v;
+  const job = walk(raw.job ?? {});
+  const tasks = [];
+  for (const jobs of Object.values(job))
+    for (const j of jobs)
+      for (const groups of Object.values(j.group ?? {}))
+        for (const g of groups)
+          for (const [name, ts] of Object.entries(g.task ?? {})) for (const t of ts) tasks.push({ name, ...t });
+  return { raw, job, tasks };
+}

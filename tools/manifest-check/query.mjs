@@ -30,7 +30,7 @@
 //                           $LUSTRE_CSI_HELP_DIR/<sub>.txt) does not list
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseYamlDocuments, requireDep } from "./modules.mjs";
+import { loadNomadJob, parseYamlDocuments } from "./modules.mjs";
 
 const file = process.argv[2];
 if (!file) {
@@ -40,10 +40,14 @@ if (!file) {
 const text = readFileSync(file, "utf8");
 const isHcl = file.endsWith(".hcl");
 let docs;
+let job;
+let task;
 try {
   if (isHcl) {
-    const { parse } = requireDep("@cdktf/hcl2json");
-    docs = [await parse(file, text)];
+    const nomad = await loadNomadJob(file, text);
+    docs = [nomad.raw];
+    job = nomad.job;
+    task = nomad.tasks.length === 1 ? nomad.tasks[0] : undefined;
   } else {
     docs = parseYamlDocuments(text, file);
   }
@@ -93,43 +97,6 @@ function sameOnBothSides(o, name, path) {
   });
 }
 
-// Nomad: fill in ${var.x} (from defaults) and ${local.x}; leave runtime
-// interpolations such as ${node.unique.name} alone.
-let job;
-let task;
-if (isHcl) {
-  const raw = docs[0];
-  const vars = {};
-  for (const [k, v] of Object.entries(raw.variable ?? {})) vars[k] = v[0].default;
-  const locals = {};
-  const fill = (s) =>
-    s.replace(/\$\{(var|local)\.(\w+)\}/g, (m, kind, name) => {
-      const table = kind === "var" ? vars : locals;
-      if (!(name in table) || table[name] === undefined) throw new Error(`${file}: cannot resolve ${m}`);
-      return String(table[name]);
-    });
-  for (const block of raw.locals ?? []) for (const [k, v] of Object.entries(block)) locals[k] = fill(v);
-  const walk = (v) =>
-    typeof v === "string"
-      ? fill(v)
-      : Array.isArray(v)
-        ? v.map(walk)
-        : v && typeof v === "object"
-          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]))
-          : v;
-  try {
-    job = walk(raw.job ?? {});
-  } catch (e) {
-    console.error(`query: ${e.message}`);
-    process.exit(2);
-  }
-  const tasks = [];
-  for (const jobs of Object.values(job))
-    for (const j of jobs)
-      for (const groups of Object.values(j.group ?? {}))
-        for (const g of groups) for (const ts of Object.values(g.task ?? {})) tasks.push(...ts);
-  task = tasks.length === 1 ? tasks[0] : undefined;
-}
 function hclFlag(name) {
   return flagIn(task.config[0].args, name);
 }
