@@ -1,6 +1,7 @@
 #include "pkg/server/grpc_server.h"
 
 #include <glog/logging.h>
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/support/server_interceptor.h>
@@ -123,16 +124,31 @@ void UnixGrpcServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   if (health != nullptr) health->Shutdown();
-  // gRPC's own Shutdown(deadline) would also wait, up to the deadline, for
-  // idle connections to go through a graceful close that a client which is
-  // not reading never finishes. Wait for the calls instead; a deadline in
-  // the past then makes gRPC cancel what is left and close every connection.
-  if (!calls_->AwaitIdle(absl::Now() + grace)) {
+  // gRPC's Shutdown(deadline) would wait up to the deadline not only for the
+  // calls in flight but also for every connection to finish a graceful
+  // close, which a client that is not reading never finishes. So: stop
+  // admitting calls (the core's shutdown, which may be started more than
+  // once and notifies every caller), wait for the calls in flight only, cut
+  // every connection once none is left, and let gRPC finish its shutdown.
+  // Calls still running at the deadline are cancelled.
+  absl::Time deadline = absl::Now() + grace;
+  grpc_completion_queue* cq = grpc_completion_queue_create_for_pluck(nullptr);
+  int tag = 0;
+  grpc_server_shutdown_and_notify(server_->c_server(), cq, &tag);
+  if (!calls_->AwaitIdle(deadline)) {
     LOG(WARNING) << calls_->Active() << " call(s) on unix://" << socket_path_
                  << " still running after the grace period of " << absl::FormatDuration(grace)
                  << "; cancelling them";
   }
+  grpc_server_cancel_all_calls(server_->c_server());
   server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+  grpc_completion_queue_shutdown(cq);
+  while (
+      grpc_completion_queue_pluck(cq, nullptr, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr).type !=
+      GRPC_QUEUE_SHUTDOWN) {
+  }
+  grpc_completion_queue_destroy(cq);
   server_->Wait();
   if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
     PLOG(WARNING) << "cannot remove socket " << socket_path_;
