@@ -37,15 +37,15 @@ absl::StatusOr<int64_t> RoundCapacity(int64_t required_bytes, int64_t limit_byte
         absl::StrCat("required_bytes ", required_bytes, " exceeds limit_bytes ", limit_bytes));
   }
   int64_t want = required_bytes == 0 ? kDefaultCapacityBytes : required_bytes;
+  // A Lustre volume has no size of its own: the default and the 4 TiB steps
+  // apply where the range allows them; below the next step, the limit itself
+  // (never below required_bytes, checked above) is the answer.
   if (want > INT64_MAX - (kCapacityStepBytes - 1)) {
+    if (limit_bytes > 0) return limit_bytes;
     return absl::OutOfRangeError(absl::StrCat("capacity ", want, " is too large"));
   }
   int64_t rounded = (want + kCapacityStepBytes - 1) / kCapacityStepBytes * kCapacityStepBytes;
-  if (limit_bytes > 0 && rounded > limit_bytes) {
-    return absl::OutOfRangeError(absl::StrCat("capacity ", want, " rounds up to ", rounded,
-                                              " (steps of 4 TiB), above limit_bytes ",
-                                              limit_bytes));
-  }
+  if (limit_bytes > 0 && rounded > limit_bytes) return limit_bytes;
   return rounded;
 }
 
@@ -65,13 +65,8 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
     if (absl::Status s = CheckIdField("parameter", field); !s.ok()) return s;
   }
   // The sub-dir may hold per-pod variables the node fills at publish; check
-  // now that it can be filled, with stand-in values for the pod facts.
-  std::map<std::string, std::string> probe = params->kubernetes;
-  for (const char* key :
-       {kPodName, kPodNamespace, kPodUid, kServiceAccountName, kPvcName, kPvcNamespace, kPvName}) {
-    probe.emplace(key, "x");
-  }
-  if (absl::Status s = FillSubDir(params->sub_dir, probe).status(); !s.ok()) return s;
+  // now that it can be filled.
+  if (absl::Status s = CheckSubDirShape(params->sub_dir); !s.ok()) return s;
   if (params->provisioning.enabled && backend_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         kParamCreateSubDir,

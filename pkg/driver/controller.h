@@ -52,8 +52,10 @@ struct CreatedVolume {
   std::vector<Topology> accessible_topology;
 };
 
-// 0 becomes the default; the result is rounded up to the step; OUT_OF_RANGE
-// when it exceeds a non-zero limit, INVALID_ARGUMENT for negative values.
+// 0 becomes the default; the result is rounded up to the step, or is the
+// non-zero limit when the step would exceed it (so the answer always lies in
+// [required, limit]). INVALID_ARGUMENT for negative values or required above
+// limit; OUT_OF_RANGE only when no limit is set and rounding would overflow.
 absl::StatusOr<int64_t> RoundCapacity(int64_t required_bytes, int64_t limit_bytes);
 
 class ControllerLogic {

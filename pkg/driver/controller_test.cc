@@ -30,9 +30,14 @@ INSTANTIATE_TEST_SUITE_P(
                     CapacityCase{4 * kTiB + 1, 0, absl::StatusCode::kOk, 8 * kTiB},
                     CapacityCase{48 * kTiB, 48 * kTiB, absl::StatusCode::kOk, 48 * kTiB},
                     CapacityCase{0, 8 * kTiB, absl::StatusCode::kOk, 4 * kTiB},
-                    CapacityCase{int64_t{1} << 30, int64_t{2} << 30, absl::StatusCode::kOutOfRange,
-                                 0},
-                    CapacityCase{0, int64_t{1} << 30, absl::StatusCode::kOutOfRange, 0},
+                    // Below the next step, the limit: inside [required, limit].
+                    CapacityCase{int64_t{1} << 30, int64_t{2} << 30, absl::StatusCode::kOk,
+                                 int64_t{2} << 30},
+                    CapacityCase{0, int64_t{1} << 30, absl::StatusCode::kOk, int64_t{1} << 30},
+                    CapacityCase{int64_t{10} << 30, int64_t{10} << 30, absl::StatusCode::kOk,
+                                 int64_t{10} << 30},
+                    CapacityCase{4 * kTiB + 1, 6 * kTiB, absl::StatusCode::kOk, 6 * kTiB},
+                    CapacityCase{INT64_MAX, INT64_MAX, absl::StatusCode::kOk, INT64_MAX},
                     CapacityCase{5, 4, absl::StatusCode::kInvalidArgument, 0},
                     CapacityCase{-1, 0, absl::StatusCode::kInvalidArgument, 0},
                     CapacityCase{INT64_MAX, 0, absl::StatusCode::kOutOfRange, 0}));

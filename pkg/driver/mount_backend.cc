@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
@@ -24,14 +25,6 @@
 
 namespace lustre_csi::driver {
 namespace {
-
-// Whether the per-mount options of `entry` say read-only.
-bool MountIsReadOnly(const volume::MountEntry& entry) {
-  for (absl::string_view opt : absl::StrSplit(entry.options, ',')) {
-    if (opt == "ro") return true;
-  }
-  return false;
-}
 
 // Creates `sub_dir` beneath `root` and proves, resolving symlinks, that it
 // stays beneath it.
@@ -204,13 +197,14 @@ class LustreBackend : public MountBackend {
   }
 
   absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
-                                 bool read_only) override {
+                                 const std::vector<std::string>& options) override {
     volume::MountChecker checker(sys_);
     absl::StatusOr<std::optional<volume::MountEntry>> entry = checker.FindMountAt(target);
     if (!entry.ok()) return entry.status();
     if (!entry->has_value()) return false;
     const volume::MountEntry& e = **entry;
-    return MountedSpec(e) == source.Spec() && MountIsReadOnly(e) == read_only;
+    // The helper makes a fresh mount: it has exactly the flags it was given.
+    return MountedSpec(e) == source.Spec() && PerMountFlagsMatch(e.options, options, true);
   }
 
  private:
@@ -258,7 +252,8 @@ class MockBackend : public MountBackend {
             << absl::StrJoin(options, ",");
     return absl::OkStatus();
   }
-  absl::StatusOr<bool> IsMountOf(const LustreSource&, const std::string&, bool) override {
+  absl::StatusOr<bool> IsMountOf(const LustreSource&, const std::string&,
+                                 const std::vector<std::string>&) override {
     return false;
   }
 };
@@ -304,7 +299,7 @@ class LocalBackend : public MountBackend {
   }
 
   absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
-                                 bool read_only) override {
+                                 const std::vector<std::string>& options) override {
     absl::StatusOr<std::string> dir = Resolve(source);
     if (!dir.ok()) return dir.status();
     absl::StatusOr<volume::FileInfo> want = sys_->Stat(*dir);
@@ -315,7 +310,8 @@ class LocalBackend : public MountBackend {
     volume::MountChecker checker(sys_);
     absl::StatusOr<std::optional<volume::MountEntry>> entry = checker.FindMountAt(target);
     if (!entry.ok()) return entry.status();
-    return entry->has_value() && MountIsReadOnly(**entry) == read_only;
+    // A bind mount inherits its source mount's flags on top of those asked for.
+    return entry->has_value() && PerMountFlagsMatch((*entry)->options, options, false);
   }
 
  private:

@@ -82,10 +82,11 @@ class MountBackend {
   virtual absl::Status Mount(const LustreSource& source, const std::string& target,
                              const std::vector<std::string>& options) = 0;
 
-  // Whether the mount on `target` (a mount point) is `source`, read-only
-  // exactly when `read_only`.
+  // Whether the mount on `target` (a mount point) is `source` mounted with
+  // `options` (as given to Mount), as far as the mount table tells
+  // (PerMountFlagsMatch).
   virtual absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
-                                         bool read_only) = 0;
+                                         const std::vector<std::string>& options) = 0;
 };
 
 struct LustreBackendOptions {

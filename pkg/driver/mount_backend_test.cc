@@ -83,8 +83,9 @@ TEST_F(LustreBackendTest, HelperGetsOptionsSourceAndTargetInTheNamespace) {
   ASSERT_TRUE(mounted.ok()) << mounted;
   EXPECT_THAT(ns_.Runs(), ElementsAre(ElementsAre(kHelper, "-o", "ro,flock",
                                                   "10.0.0.4@tcp:/lustrefs/team", "/pods/a")));
-  EXPECT_TRUE(*backend_->IsMountOf(source, "/pods/a", /*read_only=*/false));
-  EXPECT_FALSE(*backend_->IsMountOf({"10.0.0.4@tcp", "lustrefs", "other"}, "/pods/a", false));
+  EXPECT_TRUE(*backend_->IsMountOf(source, "/pods/a", {}));
+  EXPECT_FALSE(*backend_->IsMountOf({"10.0.0.4@tcp", "lustrefs", "other"}, "/pods/a", {}));
+  EXPECT_FALSE(*backend_->IsMountOf(source, "/pods/a", {"noatime"}));
   // No options: no -o at all.
   ASSERT_TRUE(backend_->Mount(source, "/work", {}).ok());
   EXPECT_THAT(ns_.Runs().back(), ElementsAre(kHelper, "10.0.0.4@tcp:/lustrefs/team", "/work"));

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -65,6 +66,27 @@ absl::StatusOr<std::vector<std::string>> BuildMountOptions(const std::vector<std
     out.push_back(flag);
   }
   return out;
+}
+
+bool PerMountFlagsMatch(absl::string_view mounted, const std::vector<std::string>& options,
+                        bool exact) {
+  std::vector<absl::string_view> have = absl::StrSplit(mounted, ',');
+  auto has = [](const auto& list, absl::string_view flag) {
+    return std::find(list.begin(), list.end(), flag) != list.end();
+  };
+  if (has(have, "ro") != has(options, "ro")) return false;
+  for (absl::string_view flag : {"nosuid", "nodev", "noexec", "nodiratime", "nosymfollow"}) {
+    bool asked = has(options, flag);
+    if (asked && !has(have, flag)) return false;
+    if (exact && !asked && has(have, flag)) return false;
+  }
+  // Access-time updates: one mode per mount; strictatime shows as neither.
+  bool noatime = has(have, "noatime");
+  bool relatime = has(have, "relatime");
+  if (has(options, "noatime")) return noatime;
+  if (has(options, "relatime")) return relatime;
+  if (has(options, "strictatime")) return !noatime && !relatime;
+  return !exact || !noatime;
 }
 
 }  // namespace lustre_csi::driver

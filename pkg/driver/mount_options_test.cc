@@ -35,5 +35,28 @@ TEST(BuildMountOptionsTest, TooManyFlags) {
   EXPECT_FALSE(BuildMountOptions(std::vector<std::string>(65, "noatime"), false).ok());
 }
 
+TEST(PerMountFlagsMatchTest, FreshMountHasExactlyWhatItAskedFor) {
+  EXPECT_TRUE(PerMountFlagsMatch("rw,relatime", {}, true));
+  EXPECT_TRUE(PerMountFlagsMatch("ro,relatime", {"ro"}, true));
+  EXPECT_FALSE(PerMountFlagsMatch("rw,relatime", {"ro"}, true));
+  EXPECT_FALSE(PerMountFlagsMatch("ro,relatime", {}, true));
+  EXPECT_TRUE(PerMountFlagsMatch("rw,nosuid,nodev,noatime", {"nosuid", "nodev", "noatime"}, true));
+  EXPECT_FALSE(PerMountFlagsMatch("rw,relatime", {"noatime"}, true));
+  EXPECT_FALSE(PerMountFlagsMatch("rw,noatime", {}, true));
+  EXPECT_FALSE(PerMountFlagsMatch("rw,nosuid,relatime", {}, true));
+  EXPECT_TRUE(PerMountFlagsMatch("rw", {"strictatime"}, true));
+  EXPECT_FALSE(PerMountFlagsMatch("rw,relatime", {"strictatime"}, true));
+  // File-system options are not per-mount flags.
+  EXPECT_TRUE(PerMountFlagsMatch("rw,relatime", {"flock", "user_xattr"}, true));
+}
+
+TEST(PerMountFlagsMatchTest, BindMountMayInheritMore) {
+  EXPECT_TRUE(PerMountFlagsMatch("rw,nosuid,nodev,relatime", {}, false));
+  EXPECT_TRUE(PerMountFlagsMatch("rw,nosuid,noatime", {"nosuid"}, false));
+  EXPECT_FALSE(PerMountFlagsMatch("rw,nosuid,relatime", {"noexec"}, false));
+  EXPECT_FALSE(PerMountFlagsMatch("rw,relatime", {"noatime"}, false));
+  EXPECT_FALSE(PerMountFlagsMatch("ro,relatime", {}, false));
+}
+
 }  // namespace
 }  // namespace lustre_csi::driver

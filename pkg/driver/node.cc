@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -81,7 +82,7 @@ absl::Status NodeLogic::Publish(const PublishRequest& req) {
 }
 
 absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
-  absl::StatusOr<LustreParams> params = ParseLustreParams(req.volume_context);
+  absl::StatusOr<LustreParams> params = VolumeParams(req.volume_id, req.volume_context);
   if (!params.ok()) return params.status();
   absl::StatusOr<std::string> sub_dir = FillSubDir(params->sub_dir, params->kubernetes);
   if (!sub_dir.ok()) return sub_dir.status();
@@ -112,12 +113,24 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
   if (!mounted.ok()) return volume::Annotate(mounted.status(), "inspecting target");
 
   if (*mounted) {
-    absl::StatusOr<bool> same = backend_->IsMountOf(source, req.target_path, req.read_only);
+    absl::StatusOr<bool> same = backend_->IsMountOf(source, req.target_path, *options);
     if (!same.ok()) return volume::Annotate(same.status(), "inspecting the mount at target");
-    if (*same) return absl::OkStatus();
-    return absl::AlreadyExistsError(
-        absl::StrCat("target ", req.target_path, " already holds a different mount than ",
-                     source.Spec(), req.read_only ? " (read-only)" : " (read-write)"));
+    if (!*same) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("target ", req.target_path, " already holds a different mount than ",
+                       source.Spec(), " with options '", absl::StrJoin(*options, ","), "'"));
+    }
+    // fsGroup, where one was applied: the group of the volume's root.
+    if (req.volume_mount_group.has_value() && !req.read_only) {
+      absl::StatusOr<volume::FileInfo> root = sys_->Stat(req.target_path);
+      if (!root.ok()) return volume::Annotate(root.status(), "inspecting the mount at target");
+      if (root->gid != *req.volume_mount_group) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("target ", req.target_path, " is already published with group ", root->gid,
+                         ", not volume_mount_group ", *req.volume_mount_group));
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status status = absl::OkStatus();
@@ -193,7 +206,16 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
 
 absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
                                              const std::string& path) {
-  if (absl::Status s = ValidateTargetPath(path); !s.ok()) return s;
+  // Malformed (over-long, NUL): INVALID_ARGUMENT. A well-formed path no
+  // publish could have made (relative, ".", ".." or "//") is not where a
+  // volume is published: NOT_FOUND, without looking at it.
+  if (path.size() > kMaxTargetPath || path.find('\0') != std::string::npos) {
+    return ValidateTargetPath(path);
+  }
+  if (absl::Status s = ValidateTargetPath(path); !s.ok()) {
+    return absl::NotFoundError(absl::StrCat("volume ", volume_id, " is not published at '",
+                                            absl::CHexEscape(path), "': ", s.message()));
+  }
   VolumeStats stats;
   volume::MountChecker checker(sys_);
   absl::StatusOr<bool> mounted = checker.IsMountPoint(path);
@@ -210,9 +232,8 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
     return mounted.status();
   }
   if (!*mounted && backend_->MakesMounts()) {
-    stats.abnormal = true;
-    stats.message = absl::StrCat("volume ", volume_id, " is not mounted at ", path);
-    return stats;
+    return absl::NotFoundError(
+        absl::StrCat("volume ", volume_id, " is not published at ", path, " (not a mount point)"));
   }
   absl::StatusOr<volume::VolumeMetrics> metrics =
       volume::NewStatfsMetrics(sys_, path)->GetMetrics();

@@ -66,8 +66,10 @@ class NodeLogic {
             ReadinessMonitor* readiness = nullptr);
 
   // Mounts the volume described by `req.volume_context` on `req.target_path`
-  // (created when missing). Already mounted there with the same source and
-  // read-only state: OK. Something else mounted there: ALREADY_EXISTS. A
+  // (created when missing). Already mounted there with the same source, the
+  // same per-mount flags (read-only, nosuid, noatime, ...) and, when an
+  // fsGroup is asked for, with the root in that group: OK. Anything else
+  // mounted there: ALREADY_EXISTS, and the mount is left as it is. A
   // corrupted mount there is unmounted and mounted again. A node that cannot
   // mount (readiness) fails with FAILED_PRECONDITION before trying. A sub-dir
   // is mounted directly; only when it does not exist is it created first
@@ -79,8 +81,12 @@ class NodeLogic {
   // the directory; never deletes anything below it. A missing target is OK.
   absl::Status Unpublish(const std::string& volume_id, const std::string& target_path);
 
-  // Usage from statfs; NOT_FOUND for a missing path. A corrupted or missing
-  // mount is reported as an abnormal volume condition, not as an error.
+  // Usage from statfs. INVALID_ARGUMENT for a path over 4096 bytes or with a
+  // NUL. NOT_FOUND where the volume is not published: a path that does not
+  // exist, is not absolute and clean (never looked at), or,
+  // where this node makes mounts, is not a mount point. A corrupted mount
+  // (ENOTCONN, ESTALE, EIO) is reported as an abnormal volume condition, not
+  // as an error.
   absl::StatusOr<VolumeStats> Stats(const std::string& volume_id, const std::string& path);
 
   const NodeOptions& options() const { return options_; }

@@ -191,14 +191,117 @@ TEST_F(NodeTest, Stats) {
   EXPECT_EQ(stats->inodes, 100);
   EXPECT_EQ(stats->inodes_free, 60);
 
-  EXPECT_EQ(logic_->Stats("v", "/pods/missing").status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(sys_.AddDir("/pods/unmounted").ok());
-  EXPECT_TRUE(logic_->Stats("v", "/pods/unmounted")->abnormal);
   ASSERT_TRUE(sys_.BreakMount("/pods/a", ESTALE).ok());
   absl::StatusOr<VolumeStats> broken = logic_->Stats("v", "/pods/a");
   ASSERT_TRUE(broken.ok()) << broken.status();
   EXPECT_TRUE(broken->abnormal);
   EXPECT_THAT(broken->message, HasSubstr("corrupted"));
+}
+
+// Same target, different capability: ALREADY_EXISTS, the first mount left
+// as it was. The same request again: OK, nothing mounted twice.
+TEST_F(NodeTest, RepublishWithOtherFlagsOrGroupIsAlreadyExists) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/f")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/f")).ok());
+  EXPECT_EQ(sys_.MountCount(), 1);
+
+  for (const char* flag : {"noatime", "nosuid", "nodev", "noexec", "strictatime"}) {
+    PublishRequest other = Request("/pods/f");
+    other.mount_flags = {flag};
+    absl::Status status = logic_->Publish(other);
+    EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists) << flag << ": " << status;
+  }
+  EXPECT_EQ(logic_->Publish(Request("/pods/f", /*read_only=*/true)).code(),
+            absl::StatusCode::kAlreadyExists);
+
+  // The volume's root is in group 0: another volume_mount_group is another
+  // capability, the same one is not.
+  PublishRequest group = Request("/pods/f");
+  group.volume_mount_group = 1000;
+  EXPECT_EQ(logic_->Publish(group).code(), absl::StatusCode::kAlreadyExists);
+  group.volume_mount_group = 0;
+  EXPECT_TRUE(logic_->Publish(group).ok());
+
+  EXPECT_EQ(sys_.MountCount(), 1);
+  EXPECT_TRUE(sys_.UnmountCalls().empty());
+
+  // Published with flags, the same flags again are OK.
+  PublishRequest noatime = Request("/pods/n");
+  noatime.mount_flags = {"noatime", "nodev"};
+  ASSERT_TRUE(logic_->Publish(noatime).ok());
+  EXPECT_TRUE(logic_->Publish(noatime).ok());
+}
+
+// The context is authoritative, but a volume is never mounted wider than its
+// id names, and a hostile id is refused even where the context wins.
+TEST_F(NodeTest, TheIdsSubDirIsUsedWhenTheContextIsSilent) {
+  ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs/team-a").ok());
+  PublishRequest req = Request("/pods/id");
+  req.volume_id = "pv-1#lustrefs#10.0.0.4#team-a#f";
+  ASSERT_TRUE(logic_->Publish(req).ok());
+  EXPECT_EQ(sys_.MountCalls()[0].source, "/lustre/lustrefs/team-a");
+
+  // The context's sub-dir wins over the id's.
+  ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs/other").ok());
+  req.target_path = "/pods/ctx";
+  req.volume_context["sub-dir"] = "other";
+  ASSERT_TRUE(logic_->Publish(req).ok());
+  EXPECT_EQ(sys_.MountCalls().back().source, "/lustre/lustrefs/other");
+
+  // An opaque handle: the context alone (here: the root).
+  req = Request("/pods/opaque");
+  req.volume_id = "my-static-volume";
+  ASSERT_TRUE(logic_->Publish(req).ok());
+  EXPECT_EQ(sys_.MountCalls().back().source, "/lustre/lustrefs");
+}
+
+TEST_F(NodeTest, HostileIdFieldsAreInvalidEvenWhenTheContextWins) {
+  struct Case {
+    const char* id;
+    bool context_sub_dir;
+    const char* message;
+  };
+  for (const Case& c : {Case{"pv#lustrefs#10.0.0.4#../../x#f", false, "'..'"},
+                        Case{"pv#lustrefs#10.0.0.4#a/b/../../..#f", false, "'..'"},
+                        Case{"pv#lustrefs#10.0.0.4#../../x#f", true, "'..'"},
+                        Case{"pv#lustrefs#10.0.0.4#/etc#f", true, "relative"},
+                        Case{"pv#lustrefs#-oremount#x#f", true, "mgs-ip-address"},
+                        Case{"pv#-orw#10.0.0.4##f", true, "fs-name"},
+                        Case{"pv#lustrefs#10.0.0.4#-x#f", true, "sub-dir"}}) {
+    PublishRequest req = Request("/pods/hostile");
+    req.volume_id = c.id;
+    if (c.context_sub_dir) req.volume_context["sub-dir"] = "fine";
+    absl::Status status = logic_->Publish(req);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.id << ": " << status;
+    EXPECT_THAT(status.message(), HasSubstr(c.message)) << c.id;
+  }
+  EXPECT_EQ(sys_.MountCount(), 0);
+  EXPECT_FALSE(sys_.Exists("/pods/hostile"));
+}
+
+// Where the volume is not published, the answer is NOT_FOUND, whatever the
+// path looks like; the file system is not consulted for paths no publish
+// could have made.
+TEST_F(NodeTest, StatsWhereTheVolumeIsNotPublishedIsNotFound) {
+  ASSERT_TRUE(sys_.AddDir("/pods/unmounted").ok());
+  for (const char* path : {"/pods/missing", "/pods/unmounted"}) {
+    absl::StatusOr<VolumeStats> stats = logic_->Stats("v", path);
+    EXPECT_EQ(stats.status().code(), absl::StatusCode::kNotFound) << path << ": " << stats.status();
+  }
+  sys_.ResetCounters();
+  for (const char* path :
+       {"some/path", "pods/unmounted", "/pods/x/../unmounted", "/pods//x", "/"}) {
+    absl::StatusOr<VolumeStats> stats = logic_->Stats("v", path);
+    EXPECT_EQ(stats.status().code(), absl::StatusCode::kNotFound) << path << ": " << stats.status();
+  }
+  for (int op = 0; op < volume::kNumSyscallOps; ++op) {
+    EXPECT_EQ(sys_.CallCount(static_cast<SyscallOp>(op)), 0) << "op " << op;
+  }
+  // Malformed input stays INVALID_ARGUMENT.
+  EXPECT_EQ(logic_->Stats("v", "/pods/" + std::string(5000, 'x')).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(logic_->Stats("v", std::string("/pods/a\0b", 9)).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // ------------------------------------------------ gRPC validation table

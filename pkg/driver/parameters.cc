@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "pkg/driver/volume_id.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -46,6 +47,27 @@ absl::Status ValidateMgsAddress(absl::string_view mgs) {
           absl::StrCat(kParamMgsIpAddress, " '", absl::CHexEscape(mgs),
                        "' has a character other than ", "letters, digits and . : @ , - _"));
     }
+  }
+  // A failover list ("a:b") of NID lists ("a,b"): every address is
+  // non-empty and none could be read as an option by a mount helper.
+  for (absl::string_view address : absl::StrSplit(mgs, absl::ByAnyChar(":,"))) {
+    if (address.empty() || address[0] == '-' || address[0] == '@') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kParamMgsIpAddress, " '", absl::CHexEscape(mgs),
+          "' must be addresses or NIDs separated by ':' (failover) or ',' (NIDs of one MGS); '",
+          absl::CHexEscape(address), "' is not one"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Shared by every mount mode, so that what one accepts the others accept: a
+// value that starts with '-' could be read as an option where it reaches a
+// command line.
+absl::Status RefuseOptionLike(absl::string_view key, absl::string_view value) {
+  if (!value.empty() && value[0] == '-') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter ", key, " '", absl::CHexEscape(value), "' cannot start with '-'"));
   }
   return absl::OkStatus();
 }
@@ -92,6 +114,7 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
       out.fs_name = value;
     } else if (k == kParamSubDir) {
       out.sub_dir = value;
+      out.sub_dir_given = true;
     } else if (k == kParamCreatedByDynamicProvisioning) {
       // Written by CreateVolume into the context; carries nothing for us.
     } else if (k == kParamCreateSubDir) {
@@ -126,6 +149,8 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
         ", ", kParamSubDirUid, ", ", kParamSubDirGid, ", ", kParamSubDirOnDelete));
   }
   if (absl::Status s = ValidateMgsAddress(out.mgs_address); !s.ok()) return s;
+  if (absl::Status s = RefuseOptionLike(kParamFsName, out.fs_name); !s.ok()) return s;
+  if (absl::Status s = RefuseOptionLike(kParamSubDir, out.sub_dir); !s.ok()) return s;
   if (out.fs_name.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(kParamFsName, " must be provided"));
   }
@@ -203,6 +228,31 @@ absl::StatusOr<std::string> FillSubDir(absl::string_view sub_dir,
         absl::StrCat("sub-dir is ", normalised.size(), " bytes long; at most ", kMaxSubDirLength));
   }
   return normalised;
+}
+
+absl::Status CheckSubDirShape(absl::string_view sub_dir) {
+  std::map<std::string, std::string> stand_in;
+  for (const TemplateVar& t : kTemplateVars) stand_in.emplace(t.context_key, "x");
+  return FillSubDir(sub_dir, stand_in).status();
+}
+
+absl::StatusOr<LustreParams> VolumeParams(absl::string_view volume_id,
+                                          const std::map<std::string, std::string>& context) {
+  absl::StatusOr<LustreParams> params = ParseLustreParams(context);
+  if (!params.ok()) return params.status();
+  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  if (!id.ok()) return params;  // an opaque handle: the context alone
+  auto in_id = [&](const absl::Status& s) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("volume id '", absl::CHexEscape(volume_id), "': ", s.message()));
+  };
+  if (absl::Status s = ValidateMgsAddress(id->mgs_address); !s.ok()) return in_id(s);
+  if (absl::Status s = ValidateFsName(id->fs_name); !s.ok()) return in_id(s);
+  if (absl::Status s = RefuseOptionLike(kParamFsName, id->fs_name); !s.ok()) return in_id(s);
+  if (absl::Status s = RefuseOptionLike(kParamSubDir, id->sub_dir); !s.ok()) return in_id(s);
+  if (absl::Status s = CheckSubDirShape(id->sub_dir); !s.ok()) return in_id(s);
+  if (!params->sub_dir_given) params->sub_dir = id->sub_dir;
+  return params;
 }
 
 std::string MountSource(absl::string_view mgs_address, absl::string_view fs_name,

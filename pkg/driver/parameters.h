@@ -50,7 +50,8 @@ struct SubDirProvisioning {
 struct LustreParams {
   std::string mgs_address;
   std::string fs_name;
-  std::string sub_dir;  // as given: may hold ${...} templates
+  std::string sub_dir;         // as given: may hold ${...} templates
+  bool sub_dir_given = false;  // the sub-dir key was present (even if empty)
   // The Kubernetes-reserved keys, with their original spelling.
   std::map<std::string, std::string> kubernetes;
   SubDirProvisioning provisioning;
@@ -58,8 +59,21 @@ struct LustreParams {
 
 // Parses `params`; mgs-ip-address and fs-name are required. Validates the
 // MGS address (an IP or host, or a NID list such as "10.0.0.4@tcp" or
-// "a@o2ib:b@o2ib") and the fs-name (1 to 8 of [A-Za-z0-9_-], Lustre's limit).
+// "a@o2ib:b@o2ib"; no empty element and none starting with '-') and the
+// fs-name (1 to 8 of [A-Za-z0-9_-], Lustre's limit, not starting with '-');
+// a sub-dir cannot start with '-' either. The one validation for every mount
+// mode: nothing here depends on how the volume will be mounted.
 absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::string>& params);
+
+// The parameters of a volume where it is published: `context` is
+// authoritative (ParseLustreParams). When `volume_id` parses as an id of this
+// driver's format (volume_id.h), each of its fields is validated like the
+// context value of the same name (so a traversal in the id's sub-dir is
+// INVALID_ARGUMENT even when the context names another), and when the
+// context has no sub-dir key, the id's sub-dir is used: a volume is never
+// mounted wider than its id names. Any other id is an opaque handle.
+absl::StatusOr<LustreParams> VolumeParams(absl::string_view volume_id,
+                                          const std::map<std::string, std::string>& context);
 
 // Fills the ${...} variables of `sub_dir` from `kubernetes` (see
 // parameters.cc for the table) and normalises the result to a relative path
@@ -69,6 +83,10 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
 // variables whose context key is missing are INVALID_ARGUMENT.
 absl::StatusOr<std::string> FillSubDir(absl::string_view sub_dir,
                                        const std::map<std::string, std::string>& kubernetes);
+
+// FillSubDir's checks with a stand-in value for every variable: INVALID_ARGUMENT
+// for a sub-dir that no pod could fill into a path inside the file system.
+absl::Status CheckSubDirShape(absl::string_view sub_dir);
 
 // "<mgs>@tcp:/<fs>[/<sub-dir>]"; an MGS address that already names its LNet
 // network ("...@o2ib", a NID list) is used as it is, and each address of a

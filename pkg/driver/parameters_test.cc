@@ -82,7 +82,26 @@ INSTANTIATE_TEST_SUITE_P(
         BadParams{{{"mgs-ip-address", "m"}, {"fs-name", "fs"}, {"create-sub-dir", "yes"}},
                   "true or false"},
         BadParams{{{"mgs-ip-address", "m"}, {"fs-name", "fs"}, {"sub-dir-on-delete", "wipe"}},
-                  "delete or retain"}));
+                  "delete or retain"},
+        // Nothing a mount helper could read as an option, in any mode.
+        BadParams{{{"mgs-ip-address", "-oremount"}, {"fs-name", "fs"}}, "mgs-ip-address"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4:-o"}, {"fs-name", "fs"}}, "'-o' is not one"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4,-v"}, {"fs-name", "fs"}}, "'-v' is not one"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4::10.0.0.5"}, {"fs-name", "fs"}}, "mgs-ip-address"},
+        BadParams{{{"mgs-ip-address", "@tcp"}, {"fs-name", "fs"}}, "mgs-ip-address"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4,"}, {"fs-name", "fs"}}, "mgs-ip-address"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "-orw"}},
+                  "fs-name '-orw' cannot start with '-'"},
+        BadParams{{{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "fs"}, {"sub-dir", "-x"}},
+                  "sub-dir '-x' cannot start with '-'"}));
+
+TEST(ParseLustreParamsTest, FailoverAndNidListsStayValid) {
+  for (const char* mgs : {"10.0.0.4@tcp:10.0.0.5@tcp", "10.0.0.4,10.0.0.6", "a@o2ib,b@o2ib:c@o2ib",
+                          "mgs-1.example.com", "10.0.0.4@tcp1"}) {
+    auto p = ParseLustreParams({{"mgs-ip-address", mgs}, {"fs-name", "fs-1"}, {"sub-dir", "a-b"}});
+    EXPECT_TRUE(p.ok()) << mgs << ": " << p.status();
+  }
+}
 
 const std::map<std::string, std::string> kPodContext = {
     {kPodName, "web-0"},    {kPodNamespace, "team"},

@@ -1,0 +1,271 @@
+// What a CO and the community's conformance suites check, against the real
+// binary over its sockets: NodeGetVolumeStats codes, the capacity of a
+// static volume, a republish with another capability, the volume id's
+// sub-dir, and one validation of parameters in every mount mode.
+#include <grpcpp/grpcpp.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "e2e/e2e_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/csi.grpc.pb.h"
+
+namespace lustre_csi::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kTiB = int64_t{1} << 40;
+
+csi::v1::VolumeCapability Capability() {
+  csi::v1::VolumeCapability cap;
+  cap.mutable_mount();
+  cap.mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+  return cap;
+}
+
+// A started `lustre-csi <role>` with its stubs.
+struct Plugin {
+  std::unique_ptr<Subprocess> process;
+  std::unique_ptr<csi::v1::Node::Stub> node;
+  std::unique_ptr<csi::v1::Controller::Stub> controller;
+};
+
+class ConformanceE2eTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(mkdir(tmp_.Join("lustre").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir(tmp_.Join("lustre/lustrefs").c_str(), 0755), 0);
+    ASSERT_EQ(mount("tmpfs", tmp_.Join("lustre/lustrefs").c_str(), "tmpfs", 0, "size=16m"), 0);
+    ASSERT_EQ(mkdir(tmp_.Join("pods").c_str(), 0755), 0);
+    ASSERT_NO_FATAL_FAILURE(Start(
+        &local_, "local",
+        {"node", "--nodeid=node-1", "--mount-mode=local", "--local-root=" + tmp_.Join("lustre")}));
+    ASSERT_NO_FATAL_FAILURE(
+        Start(&mock_, "mock", {"node", "--nodeid=node-1", "--mount-mode=mock"}));
+    ASSERT_NO_FATAL_FAILURE(Start(&controller_, "controller", {"controller"}));
+  }
+
+  void TearDown() override {
+    for (Plugin* p : {&local_, &mock_, &controller_}) p->process.reset();
+    EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty());
+  }
+
+  void Start(Plugin* p, const std::string& name, std::vector<std::string> args) {
+    std::string socket = tmp_.Join(name + ".sock");
+    args.insert(args.begin(), BinaryPath());
+    args.push_back("--endpoint=unix://" + socket);
+    p->process = std::make_unique<Subprocess>(args, tmp_.Join(name + ".log"));
+    ASSERT_TRUE(WaitForSocket(socket, absl::Seconds(10)).ok())
+        << ReadFile(tmp_.Join(name + ".log"));
+    auto channel = UnixChannel(socket);
+    p->node = csi::v1::Node::NewStub(channel);
+    p->controller = csi::v1::Controller::NewStub(channel);
+  }
+
+  csi::v1::NodePublishVolumeRequest PublishRequest(const std::string& volume_id,
+                                                   const std::string& target) {
+    csi::v1::NodePublishVolumeRequest req;
+    req.set_volume_id(volume_id);
+    req.set_target_path(target);
+    *req.mutable_volume_capability() = Capability();
+    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
+    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
+    return req;
+  }
+
+  static grpc::Status Publish(Plugin& p, const csi::v1::NodePublishVolumeRequest& req) {
+    grpc::ClientContext ctx;
+    csi::v1::NodePublishVolumeResponse res;
+    return p.node->NodePublishVolume(&ctx, req, &res);
+  }
+
+  static grpc::Status Unpublish(Plugin& p, const std::string& target) {
+    csi::v1::NodeUnpublishVolumeRequest req;
+    req.set_volume_id("v");
+    req.set_target_path(target);
+    grpc::ClientContext ctx;
+    csi::v1::NodeUnpublishVolumeResponse res;
+    return p.node->NodeUnpublishVolume(&ctx, req, &res);
+  }
+
+  static grpc::Status Stats(Plugin& p, const std::string& volume_id, const std::string& path) {
+    csi::v1::NodeGetVolumeStatsRequest req;
+    req.set_volume_id(volume_id);
+    req.set_volume_path(path);
+    grpc::ClientContext ctx;
+    csi::v1::NodeGetVolumeStatsResponse res;
+    return p.node->NodeGetVolumeStats(&ctx, req, &res);
+  }
+
+  grpc::Status Create(const std::string& name, int64_t required, int64_t limit,
+                      csi::v1::CreateVolumeResponse* res, const std::string& mgs = "10.0.0.4") {
+    csi::v1::CreateVolumeRequest req;
+    req.set_name(name);
+    *req.add_volume_capabilities() = Capability();
+    req.mutable_capacity_range()->set_required_bytes(required);
+    req.mutable_capacity_range()->set_limit_bytes(limit);
+    (*req.mutable_parameters())["mgs-ip-address"] = mgs;
+    (*req.mutable_parameters())["fs-name"] = "lustrefs";
+    grpc::ClientContext ctx;
+    return controller_.controller->CreateVolume(&ctx, req, res);
+  }
+
+  // The per-mount options of the mount at `path`, from this process's
+  // mount table.
+  static std::string MountOptionsAt(const std::string& path) {
+    std::string table = ReadFile("/proc/self/mountinfo");
+    for (absl::string_view line : absl::StrSplit(table, '\n')) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ');
+      if (f.size() > 5 && f[4] == path) return f[5];
+    }
+    return "";
+  }
+
+  TempDir tmp_;
+  Plugin local_, mock_, controller_;
+};
+
+TEST_F(ConformanceE2eTest, StatsWhereNothingIsPublishedIsNotFound) {
+  const std::string unpublished = tmp_.Join("pods/empty");
+  ASSERT_EQ(mkdir(unpublished.c_str(), 0755), 0);
+  for (const std::string& path : {std::string("some/path"), tmp_.Join("pods/missing"), unpublished,
+                                  tmp_.Join("pods/../pods/empty")}) {
+    grpc::Status s = Stats(local_, "v", path);
+    EXPECT_EQ(s.error_code(), grpc::NOT_FOUND) << path << ": " << s.error_message();
+  }
+  EXPECT_EQ(Stats(local_, "", unpublished).error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_EQ(Stats(local_, "v", "").error_code(), grpc::INVALID_ARGUMENT);
+
+  // Published, then unpublished: found, then not.
+  const std::string target = tmp_.Join("pods/a");
+  ASSERT_TRUE(Publish(local_, PublishRequest("pv#lustrefs#10.0.0.4##f", target)).ok());
+  EXPECT_TRUE(Stats(local_, "v", target).ok());
+  ASSERT_TRUE(Unpublish(local_, target).ok());
+  EXPECT_EQ(Stats(local_, "v", target).error_code(), grpc::NOT_FOUND);
+}
+
+TEST_F(ConformanceE2eTest, StaticCapacityLiesInsideTheRequestedRange) {
+  csi::v1::CreateVolumeResponse res;
+  ASSERT_TRUE(Create("pvc-small", 10 * kGiB, 10 * kGiB, &res).ok());
+  EXPECT_EQ(res.volume().capacity_bytes(), 10 * kGiB);
+  ASSERT_TRUE(Create("pvc-small", 10 * kGiB, 10 * kGiB, &res).ok());  // the same again
+  EXPECT_EQ(Create("pvc-small", 20 * kGiB, 20 * kGiB, &res).error_code(), grpc::ALREADY_EXISTS);
+
+  ASSERT_TRUE(Create("pvc-upto", kGiB, 100 * kGiB, &res).ok());
+  EXPECT_EQ(res.volume().capacity_bytes(), 100 * kGiB);
+  ASSERT_TRUE(Create("pvc-default", 0, 0, &res).ok());
+  EXPECT_EQ(res.volume().capacity_bytes(), 4 * kTiB);
+  ASSERT_TRUE(Create("pvc-steps", 5 * kTiB, 0, &res).ok());
+  EXPECT_EQ(res.volume().capacity_bytes(), 8 * kTiB);
+  EXPECT_EQ(Create("pvc-inverted", 2 * kGiB, kGiB, &res).error_code(), grpc::INVALID_ARGUMENT);
+}
+
+TEST_F(ConformanceE2eTest, RepublishWithAnotherCapabilityIsAlreadyExists) {
+  const std::string target = tmp_.Join("pods/r");
+  csi::v1::NodePublishVolumeRequest plain = PublishRequest("pv#lustrefs#10.0.0.4##f", target);
+  ASSERT_TRUE(Publish(local_, plain).ok());
+  std::string before = MountOptionsAt(target);
+  ASSERT_FALSE(before.empty());
+  EXPECT_TRUE(Publish(local_, plain).ok()) << "the same request again";
+
+  csi::v1::NodePublishVolumeRequest noatime = plain;
+  noatime.mutable_volume_capability()->mutable_mount()->add_mount_flags("noatime");
+  grpc::Status s = Publish(local_, noatime);
+  EXPECT_EQ(s.error_code(), grpc::ALREADY_EXISTS) << s.error_message();
+  EXPECT_EQ(MountOptionsAt(target), before) << "the first mount must stay as it was";
+  csi::v1::NodePublishVolumeRequest read_only = plain;
+  read_only.set_readonly(true);
+  EXPECT_EQ(Publish(local_, read_only).error_code(), grpc::ALREADY_EXISTS);
+  ASSERT_TRUE(Unpublish(local_, target).ok());
+
+  // fsGroup: applied at the first publish; another group is another
+  // capability.
+  csi::v1::NodePublishVolumeRequest group = plain;
+  group.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("4321");
+  s = Publish(local_, group);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  struct stat st;
+  ASSERT_EQ(stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, 4321u);
+  s = Publish(local_, group);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  group.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("1234");
+  s = Publish(local_, group);
+  EXPECT_EQ(s.error_code(), grpc::ALREADY_EXISTS) << s.error_message();
+  ASSERT_EQ(stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, 4321u);
+  ASSERT_TRUE(Unpublish(local_, target).ok());
+}
+
+TEST_F(ConformanceE2eTest, NeverMountsWiderThanTheVolumeIdNames) {
+  ASSERT_EQ(mkdir(tmp_.Join("lustre/lustrefs/team-a").c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFile(tmp_.Join("lustre/lustrefs/secret"), "root only").ok());
+  const std::string target = tmp_.Join("pods/id");
+  // The context is silent about the sub-dir: the id's is mounted.
+  ASSERT_TRUE(Publish(local_, PublishRequest("pv#lustrefs#10.0.0.4#team-a#f", target)).ok());
+  EXPECT_FALSE(std::filesystem::exists(target + "/secret"));
+  ASSERT_TRUE(WriteFile(target + "/hello", "in team-a").ok());
+  EXPECT_EQ(ReadFile(tmp_.Join("lustre/lustrefs/team-a/hello")), "in team-a");
+  ASSERT_TRUE(Unpublish(local_, target).ok());
+
+  for (const char* id : {"pv#lustrefs#10.0.0.4#../../x#f", "pv#lustrefs#10.0.0.4#a/b/../../..#f"}) {
+    for (bool context_sub_dir : {false, true}) {
+      csi::v1::NodePublishVolumeRequest req = PublishRequest(id, target);
+      if (context_sub_dir) (*req.mutable_volume_context())["sub-dir"] = "team-a";
+      grpc::Status s = Publish(local_, req);
+      EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT) << id << ": " << s.error_message();
+      EXPECT_FALSE(std::filesystem::exists(target)) << id;
+    }
+  }
+}
+
+TEST_F(ConformanceE2eTest, OneValidationInEveryMode) {
+  struct Bad {
+    const char* key;
+    const char* value;
+  };
+  for (const Bad& bad : {Bad{"mgs-ip-address", "-oremount"}, Bad{"mgs-ip-address", "10.0.0.4:-o"},
+                         Bad{"fs-name", "-orw"}, Bad{"sub-dir", "-x"}}) {
+    for (Plugin* node : {&local_, &mock_}) {
+      csi::v1::NodePublishVolumeRequest req = PublishRequest("opaque-handle", tmp_.Join("pods/v"));
+      (*req.mutable_volume_context())[bad.key] = bad.value;
+      grpc::Status s = Publish(*node, req);
+      EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT) << bad.key << "=" << bad.value;
+      EXPECT_THAT(s.error_message(), HasSubstr(bad.key));
+    }
+    if (absl::string_view(bad.key) == "mgs-ip-address") {
+      csi::v1::CreateVolumeResponse res;
+      grpc::Status s = Create("pvc-bad", 0, 0, &res, bad.value);
+      EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT) << bad.value;
+      EXPECT_THAT(s.error_message(), HasSubstr(bad.key));
+    }
+  }
+  // Failover and NID lists stay valid, in every mode.
+  int lists = 0;
+  for (const char* mgs : {"10.0.0.4@tcp:10.0.0.5@tcp", "10.0.0.4,10.0.0.6"}) {
+    csi::v1::NodePublishVolumeRequest req = PublishRequest("opaque-handle", tmp_.Join("pods/v"));
+    (*req.mutable_volume_context())["mgs-ip-address"] = mgs;
+    for (Plugin* node : {&local_, &mock_}) {
+      grpc::Status s = Publish(*node, req);
+      EXPECT_TRUE(s.ok()) << mgs << ": " << s.error_message();
+      EXPECT_TRUE(Unpublish(*node, tmp_.Join("pods/v")).ok());
+    }
+    csi::v1::CreateVolumeResponse res;
+    EXPECT_TRUE(Create(absl::StrCat("pvc-list-", ++lists), 0, 0, &res, mgs).ok()) << mgs;
+  }
+}
+
+}  // namespace
+}  // namespace lustre_csi::e2e
