@@ -1,8 +1,10 @@
 // What a CO and the community's conformance suites check, against the real
 // binary over its sockets: NodeGetVolumeStats codes, the capacity of a
 // static volume, a republish with another capability, the volume id's
-// sub-dir, and one validation of parameters in every mount mode.
+// sub-dir, one validation of parameters in every mount mode, the whole
+// lifecycle through one socket (monolith) and the Go driver's command line.
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@ csi::v1::VolumeCapability Capability() {
 
 // A started `lustre-csi <role>` with its stubs.
 struct Plugin {
+  std::string socket;
   std::unique_ptr<Subprocess> process;
   std::unique_ptr<csi::v1::Node::Stub> node;
   std::unique_ptr<csi::v1::Controller::Stub> controller;
@@ -66,6 +69,7 @@ class ConformanceE2eTest : public testing::Test {
     std::string socket = tmp_.Join(name + ".sock");
     args.insert(args.begin(), BinaryPath());
     args.push_back("--endpoint=unix://" + socket);
+    p->socket = socket;
     p->process = std::make_unique<Subprocess>(args, tmp_.Join(name + ".log"));
     ASSERT_TRUE(WaitForSocket(socket, absl::Seconds(10)).ok())
         << ReadFile(tmp_.Join(name + ".log"));
@@ -265,6 +269,102 @@ TEST_F(ConformanceE2eTest, OneValidationInEveryMode) {
     csi::v1::CreateVolumeResponse res;
     EXPECT_TRUE(Create(absl::StrCat("pvc-list-", ++lists), 0, 0, &res, mgs).ok()) << mgs;
   }
+}
+
+bool HasControllerService(Plugin& p) {
+  auto identity = csi::v1::Identity::NewStub(UnixChannel(p.socket));
+  csi::v1::GetPluginCapabilitiesResponse caps;
+  grpc::ClientContext ctx;
+  EXPECT_TRUE(identity->GetPluginCapabilities(&ctx, {}, &caps).ok());
+  for (const auto& c : caps.capabilities()) {
+    if (c.service().type() == csi::v1::PluginCapability::Service::CONTROLLER_SERVICE) return true;
+  }
+  return false;
+}
+
+// Identity, Controller and Node on one endpoint: the whole lifecycle through
+// one socket, as a single-endpoint CO or a conformance suite drives it.
+TEST_F(ConformanceE2eTest, MonolithServesTheWholeLifecycleOnOneSocket) {
+  Plugin mono;
+  ASSERT_NO_FATAL_FAILURE(Start(&mono, "monolith",
+                                {"monolith", "--nodeid=node-1", "--mount-mode=local",
+                                 "--local-root=" + tmp_.Join("lustre")}));
+  EXPECT_TRUE(HasControllerService(mono));
+  EXPECT_FALSE(HasControllerService(local_)) << "a node alone offers no controller";
+
+  csi::v1::CreateVolumeRequest create;
+  create.set_name("pvc-mono");
+  *create.add_volume_capabilities() = Capability();
+  (*create.mutable_parameters())["mgs-ip-address"] = "10.0.0.4";
+  (*create.mutable_parameters())["fs-name"] = "lustrefs";
+  (*create.mutable_parameters())["sub-dir"] = "volumes/${pvc.metadata.name}";
+  (*create.mutable_parameters())["csi.storage.k8s.io/pvc/name"] = "data";
+  (*create.mutable_parameters())["create-sub-dir"] = "true";
+  (*create.mutable_parameters())["sub-dir-on-delete"] = "delete";
+  csi::v1::CreateVolumeResponse created;
+  grpc::ClientContext create_ctx;
+  grpc::Status s = mono.controller->CreateVolume(&create_ctx, create, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(std::filesystem::is_directory(tmp_.Join("lustre/lustrefs/volumes/data")));
+
+  const std::string target = tmp_.Join("pods/mono");
+  csi::v1::NodePublishVolumeRequest publish;
+  publish.set_volume_id(created.volume().volume_id());
+  publish.set_target_path(target);
+  *publish.mutable_volume_capability() = Capability();
+  *publish.mutable_volume_context() = created.volume().volume_context();
+  s = Publish(mono, publish);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(WriteFile(target + "/f", "one socket").ok());
+  EXPECT_EQ(ReadFile(tmp_.Join("lustre/lustrefs/volumes/data/f")), "one socket");
+  EXPECT_TRUE(Stats(mono, created.volume().volume_id(), target).ok());
+  ASSERT_TRUE(Unpublish(mono, target).ok());
+
+  csi::v1::DeleteVolumeRequest del;
+  del.set_volume_id(created.volume().volume_id());
+  csi::v1::DeleteVolumeResponse deleted;
+  grpc::ClientContext del_ctx;
+  ASSERT_TRUE(mono.controller->DeleteVolume(&del_ctx, del, &deleted).ok());
+  EXPECT_FALSE(std::filesystem::exists(tmp_.Join("lustre/lustrefs/volumes/data")));
+  mono.process->Signal(SIGTERM);
+  EXPECT_EQ(mono.process->Wait(absl::Seconds(20)), 0);
+}
+
+// An existing manifest of the Go driver runs the binary with its flags and no
+// subcommand: that is the monolith.
+TEST_F(ConformanceE2eTest, GoDriverCommandLineRunsTheMonolith) {
+  Plugin go;
+  ASSERT_NO_FATAL_FAILURE(
+      Start(&go, "go",
+            {"-v=5", "--nodeid=node-7", "--drivername=lustre.example.com",
+             "--enable-azurelustre-mock-mount", "--enable-azurelustre-mock-dyn-prov=false",
+             "--remove-not-ready-taint=false", "--working-mount-dir=/tmp"}));
+  EXPECT_TRUE(HasControllerService(go));
+  auto identity = csi::v1::Identity::NewStub(UnixChannel(go.socket));
+  csi::v1::GetPluginInfoResponse info;
+  grpc::ClientContext info_ctx;
+  ASSERT_TRUE(identity->GetPluginInfo(&info_ctx, {}, &info).ok());
+  EXPECT_EQ(info.name(), "lustre.example.com");
+  csi::v1::NodeGetInfoResponse node_info;
+  grpc::ClientContext node_ctx;
+  ASSERT_TRUE(go.node->NodeGetInfo(&node_ctx, {}, &node_info).ok());
+  EXPECT_EQ(node_info.node_id(), "node-7");
+  // Mock mount mode: the target directory only.
+  const std::string target = tmp_.Join("pods/go");
+  ASSERT_TRUE(Publish(go, PublishRequest("pv#lustrefs#10.0.0.4##f", target)).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(target));
+  EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty());
+  ASSERT_TRUE(Unpublish(go, target).ok());
+  EXPECT_THAT(ReadFile(tmp_.Join("go.log")),
+              HasSubstr("accepted for the Go driver's command line"));
+
+  // What this driver does not offer is refused, with exit code 2.
+  Subprocess refused({BinaryPath(), "--nodeid=n", "--status-controller-only=true",
+                      "--endpoint=unix://" + tmp_.Join("refused.sock")},
+                     tmp_.Join("refused.log"));
+  refused.Wait(absl::Seconds(10));
+  EXPECT_EQ(refused.ExitCode(), 2);
+  EXPECT_THAT(ReadFile(tmp_.Join("refused.log")), HasSubstr("--status-controller-only"));
 }
 
 }  // namespace

@@ -169,6 +169,12 @@ std::string Usage(absl::string_view program, const std::vector<Subcommand>& tabl
   }
   absl::StrAppendFormat(&text, "  %-16s %s\n", "version",
                         "print the build identity (--yaml for YAML, --drivername to rename)");
+  for (const Subcommand& sub : table) {
+    if (sub.implicit) {
+      absl::StrAppendFormat(&text, "\nWith flags and no subcommand, %s runs %s.\n", program,
+                            sub.name);
+    }
+  }
   absl::StrAppendFormat(&text, "\nRun '%s <subcommand> --help' for its flags.\n", program);
   return text;
 }
@@ -202,6 +208,7 @@ int Dispatch(absl::string_view program, const std::vector<std::string>& argv,
   }
   const std::string& first = argv[0];
   const Subcommand* sub = nullptr;
+  const Subcommand* implicit = nullptr;  // run when no subcommand is named
   std::vector<std::string> rest;
   std::vector<std::string> allowed = LoggingFlags();
   bool version_subcommand = first == "version";
@@ -220,6 +227,12 @@ int Dispatch(absl::string_view program, const std::vector<std::string>& argv,
   } else {
     rest = argv;
     allowed.push_back("drivername");
+    for (const Subcommand& candidate : table) {
+      if (candidate.implicit) implicit = &candidate;
+    }
+    if (implicit != nullptr) {
+      allowed.insert(allowed.end(), implicit->flags.begin(), implicit->flags.end());
+    }
   }
 
   absl::StatusOr<ParsedArgs> parsed = ParseFlags(rest, allowed);
@@ -245,6 +258,7 @@ int Dispatch(absl::string_view program, const std::vector<std::string>& argv,
     streams.err << program << ": --yaml goes with --version\n";
     return kExitUsage;
   }
+  if (sub == nullptr && implicit != nullptr) return implicit->run(parsed->positional, streams);
   if (sub == nullptr) {
     streams.err << program << ": no subcommand given\n\n" << Usage(program, table);
     return kExitUsage;

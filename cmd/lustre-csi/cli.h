@@ -39,6 +39,9 @@ struct Subcommand {
   std::string description;  // paragraphs shown by `<name> --help`.
   // gflags names this subcommand accepts, besides the logging flags.
   std::vector<std::string> flags;
+  // Runs when the command line starts with a flag instead of a subcommand
+  // (at most one subcommand of a table).
+  bool implicit = false;
   // Runs with the positional arguments once flags are set. Returns the exit code.
   std::function<int(const std::vector<std::string>& args, Streams streams)> run;
 };

@@ -112,6 +112,29 @@ TEST_F(DispatchTest, NegatedBooleanAndSingleDash) {
   EXPECT_EQ(FLAGS_v, 3);
 }
 
+TEST_F(DispatchTest, FlagsWithoutSubcommandRunTheImplicitOne) {
+  // Without an implicit subcommand: a usage error.
+  EXPECT_EQ(Run({"--test_count=2"}), kExitUsage);
+  EXPECT_FALSE(ran_);
+
+  table_[0].implicit = true;
+  EXPECT_EQ(Run({"-v=2", "--test-endpoint=unix:///c.sock", "--test_count=3"}), 7);
+  EXPECT_TRUE(ran_);
+  EXPECT_EQ(FLAGS_test_endpoint, "unix:///c.sock");
+  EXPECT_EQ(FLAGS_test_count, 3);
+  EXPECT_EQ(FLAGS_v, 2);
+  // Its flags only, not another subcommand's.
+  ran_ = false;
+  EXPECT_EQ(Run({"--other_flag=x"}), kExitUsage);
+  EXPECT_FALSE(ran_);
+  EXPECT_THAT(err_.str(), HasSubstr("unknown flag --other-flag"));
+  // --help and --version keep their meaning.
+  EXPECT_EQ(Run({"--help"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("With flags and no subcommand, prog runs serve."));
+  EXPECT_EQ(Run({"--version"}), kExitOk);
+  EXPECT_FALSE(ran_);
+}
+
 struct BadUse {
   std::vector<std::string> argv;
   const char* message;

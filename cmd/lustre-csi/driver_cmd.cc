@@ -63,6 +63,19 @@ DEFINE_string(plugin_registration_dir, "",
               "registration API there itself (no node-driver-registrar sidecar needed)");
 DEFINE_string(kubelet_registration_path, "",
               "the CSI socket path as the kubelet sees it (default: the --endpoint path)");
+// The Go Azure Lustre driver's command line, accepted by `monolith` (and by
+// a command line without a subcommand) so that its manifests run unchanged.
+DEFINE_bool(status_controller_only, false,
+            "Go driver flag: only false is accepted (no node status controller here)");
+DEFINE_bool(enable_azurelustre_mock_dyn_prov, false, "Go driver flag: accepted and ignored");
+DEFINE_bool(remove_not_ready_taint, true, "Go driver flag: accepted and ignored");
+DEFINE_bool(legacy_stderr_threshold_behavior, true, "klog flag: accepted and ignored");
+DEFINE_bool(add_dir_header, false, "klog flag: accepted and ignored");
+DEFINE_bool(skip_headers, false, "klog flag: accepted and ignored");
+DEFINE_bool(skip_log_headers, false, "klog flag: accepted and ignored");
+DEFINE_bool(one_output, false, "klog flag: accepted and ignored");
+DEFINE_string(log_file, "", "klog flag: accepted and ignored (logs go to stderr)");
+DEFINE_uint64(log_file_max_size, 1800, "klog flag: accepted and ignored");
 DEFINE_int32(
     shutdown_grace_seconds, 30,
     "on SIGTERM, how long in-flight calls may take before they are cancelled; with none in "
@@ -183,55 +196,86 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics)
   return m;
 }
 
-int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
+// Which CSI services one process serves on its socket.
+struct Roles {
+  const char* name;  // for messages: node, controller, monolith
+  bool node = false;
+  bool controller = false;
+};
+
+int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Streams streams) {
+  const std::string role = roles.name;
   if (!args.empty()) {
-    streams.err << "lustre-csi node: unexpected argument '" << args[0] << "'\n";
+    streams.err << "lustre-csi " << role << ": unexpected argument '" << args[0] << "'\n";
     return cli::kExitUsage;
   }
-  if (FLAGS_nodeid.empty()) {
-    streams.err << "lustre-csi node: --nodeid is required\n";
+  if (roles.node && FLAGS_nodeid.empty()) {
+    streams.err << "lustre-csi " << role << ": --nodeid is required\n";
     return cli::kExitUsage;
   }
+  if (FLAGS_status_controller_only) {
+    streams.err << "lustre-csi " << role
+                << ": --status-controller-only is not offered (there is no node status "
+                   "controller; readiness is reported through Probe and /readyz)\n";
+    return cli::kExitUsage;
+  }
+  // A node always reaches file systems (lustre by default); a controller
+  // alone only when --mount-mode is set, for sub-dir provisioning.
   std::string mode = FLAGS_enable_azurelustre_mock_mount ? "mock" : FLAGS_mount_mode;
-  if (mode.empty()) mode = "lustre";
-  if (absl::Status s = CheckMountMode("node", mode); !s.ok()) {
-    streams.err << s.message() << "\n";
-    return cli::kExitUsage;
+  if (mode.empty() && roles.node) mode = "lustre";
+  if (!mode.empty()) {
+    if (absl::Status s = CheckMountMode(role, mode); !s.ok()) {
+      streams.err << s.message() << "\n";
+      return cli::kExitUsage;
+    }
   }
   absl::StatusOr<std::map<std::string, std::string>> topology =
       cli::ParseKeyValues("topology", FLAGS_topology);
-  if (!topology.ok()) return Fail(streams, "node", topology.status());
+  if (!topology.ok()) return Fail(streams, role, topology.status());
   absl::StatusOr<std::string> socket = server::ParseUnixEndpoint(EndpointFlag());
-  if (!socket.ok()) return Fail(streams, "node", socket.status());
+  if (!socket.ok()) return Fail(streams, role, socket.status());
 
   server::BlockTerminationSignals();
   server::MetricsRegistry metrics;
-  Mounting mounting = MakeMounting(mode, &metrics);
-
-  driver::NodeOptions options;
-  options.node_id = FLAGS_nodeid;
-  options.max_volumes_per_node = FLAGS_max_volumes_per_node;
-  options.topology = *topology;
-  options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
-  options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
-  driver::NodeLogic logic(options, mounting.view(), mounting.backend.get(),
-                          mounting.backend->MakesMounts() ? mounting.readiness.get() : nullptr);
-
+  std::optional<Mounting> mounting;
+  if (!mode.empty()) mounting = MakeMounting(mode, &metrics);
+  driver::MountBackend* backend = mounting.has_value() ? mounting->backend.get() : nullptr;
+  driver::ReadinessMonitor* readiness = mounting.has_value() ? mounting->readiness.get() : nullptr;
+  auto ready = [readiness] { return readiness ? readiness->Current() : absl::OkStatus(); };
   version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
-  driver::ReadinessMonitor* readiness = mounting.readiness.get();
-  auto ready = [readiness] { return readiness->Current(); };
-  driver::IdentityService identity({FLAGS_drivername, build.driver_version, false, ready},
-                                   &metrics);
-  driver::NodeService node(&logic, &metrics);
+  driver::IdentityService identity(
+      {FLAGS_drivername, build.driver_version, roles.controller, ready}, &metrics);
+  std::vector<grpc::Service*> services = {&identity};
+
+  std::unique_ptr<driver::NodeLogic> node_logic;
+  std::unique_ptr<driver::NodeService> node;
+  if (roles.node) {
+    driver::NodeOptions options;
+    options.node_id = FLAGS_nodeid;
+    options.max_volumes_per_node = FLAGS_max_volumes_per_node;
+    options.topology = *topology;
+    options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
+    options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
+    node_logic = std::make_unique<driver::NodeLogic>(options, mounting->view(), backend,
+                                                     backend->MakesMounts() ? readiness : nullptr);
+    node = std::make_unique<driver::NodeService>(node_logic.get(), &metrics);
+    services.push_back(node.get());
+  }
+  std::unique_ptr<driver::ControllerLogic> controller_logic;
+  std::unique_ptr<driver::ControllerService> controller;
+  if (roles.controller) {
+    controller_logic = std::make_unique<driver::ControllerLogic>(backend);
+    controller = std::make_unique<driver::ControllerService>(controller_logic.get(), &metrics);
+    services.push_back(controller.get());
+  }
 
   Serving serving;
-  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi =
-      UnixGrpcServer::Start(*socket, {&identity, &node});
-  if (!csi.ok()) return Fail(streams, "node", csi.status());
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi = UnixGrpcServer::Start(*socket, services);
+  if (!csi.ok()) return Fail(streams, role, csi.status());
   serving.csi = std::move(*csi);
 
   std::unique_ptr<driver::RegistrationService> registration;
-  if (!FLAGS_plugin_registration_dir.empty()) {
+  if (roles.node && !FLAGS_plugin_registration_dir.empty()) {
     std::string kubelet_path =
         FLAGS_kubelet_registration_path.empty() ? *socket : FLAGS_kubelet_registration_path;
     registration = std::make_unique<driver::RegistrationService>(FLAGS_drivername, kubelet_path);
@@ -239,56 +283,41 @@ int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
                                           driver::RegistrationSocketName(FLAGS_drivername));
     absl::StatusOr<std::unique_ptr<UnixGrpcServer>> reg =
         UnixGrpcServer::Start(reg_socket, {registration.get()});
-    if (!reg.ok()) return Fail(streams, "node", reg.status());
+    if (!reg.ok()) return Fail(streams, role, reg.status());
     serving.registration = std::move(*reg);
   }
   absl::StatusOr<std::unique_ptr<HttpServer>> http = StartHttp(&metrics, ready);
-  if (!http.ok()) return Fail(streams, "node", http.status());
+  if (!http.ok()) return Fail(streams, role, http.status());
   serving.http = std::move(*http);
 
-  LOG(INFO) << "node " << FLAGS_nodeid << " serving " << FLAGS_drivername << " "
-            << build.driver_version << " in " << mode << " mode";
-  return ServeUntilSignal("node", serving);
+  LOG(INFO) << role << (roles.node ? " " + FLAGS_nodeid : "") << " serving " << FLAGS_drivername
+            << " " << build.driver_version << " ("
+            << (roles.node && roles.controller ? "Identity, Controller and Node"
+                : roles.node                   ? "Identity and Node"
+                                               : "Identity and Controller")
+            << ") in " << (mode.empty() ? "no" : mode) << " mount mode";
+  return ServeUntilSignal(role, serving);
+}
+
+int RunNode(const std::vector<std::string>& args, cli::Streams streams) {
+  return RunDriver({"node", true, false}, args, streams);
 }
 
 int RunController(const std::vector<std::string>& args, cli::Streams streams) {
-  if (!args.empty()) {
-    streams.err << "lustre-csi controller: unexpected argument '" << args[0] << "'\n";
-    return cli::kExitUsage;
-  }
-  absl::StatusOr<std::string> socket = server::ParseUnixEndpoint(EndpointFlag());
-  if (!socket.ok()) return Fail(streams, "controller", socket.status());
+  return RunDriver({"controller", false, true}, args, streams);
+}
 
-  if (!FLAGS_mount_mode.empty()) {
-    if (absl::Status s = CheckMountMode("controller", FLAGS_mount_mode); !s.ok()) {
-      streams.err << s.message() << "\n";
-      return cli::kExitUsage;
+int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
+  for (const char* ignored : {"enable_azurelustre_mock_dyn_prov", "remove_not_ready_taint",
+                              "legacy_stderr_threshold_behavior", "add_dir_header", "skip_headers",
+                              "skip_log_headers", "one_output", "log_file", "log_file_max_size"}) {
+    gflags::CommandLineFlagInfo info;
+    if (gflags::GetCommandLineFlagInfo(ignored, &info) && !info.is_default) {
+      LOG(INFO) << "--" << ignored << "=" << info.current_value
+                << " accepted for the Go driver's command line and ignored";
     }
   }
-
-  server::BlockTerminationSignals();
-  server::MetricsRegistry metrics;
-  // File systems are reached only for sub-dir provisioning (--mount-mode).
-  std::optional<Mounting> mounting;
-  if (!FLAGS_mount_mode.empty()) mounting = MakeMounting(FLAGS_mount_mode, &metrics);
-  driver::ControllerLogic logic(mounting.has_value() ? mounting->backend.get() : nullptr);
-  version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
-  driver::ReadinessMonitor* readiness = mounting.has_value() ? mounting->readiness.get() : nullptr;
-  auto ready = [readiness] { return readiness ? readiness->Current() : absl::OkStatus(); };
-  driver::IdentityService identity({FLAGS_drivername, build.driver_version, true, ready}, &metrics);
-  driver::ControllerService controller(&logic, &metrics);
-
-  Serving serving;
-  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi =
-      UnixGrpcServer::Start(*socket, {&identity, &controller});
-  if (!csi.ok()) return Fail(streams, "controller", csi.status());
-  serving.csi = std::move(*csi);
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = StartHttp(&metrics, ready);
-  if (!http.ok()) return Fail(streams, "controller", http.status());
-  serving.http = std::move(*http);
-
-  LOG(INFO) << "controller serving " << FLAGS_drivername << " " << build.driver_version;
-  return ServeUntilSignal("controller", serving);
+  return RunDriver({"monolith", true, true}, args, streams);
 }
 
 }  // namespace
@@ -311,6 +340,58 @@ cli::Subcommand NodeSubcommand() {
     sub.flags.push_back(f);
   }
   sub.run = RunNode;
+  return sub;
+}
+
+cli::Subcommand MonolithSubcommand() {
+  cli::Subcommand sub;
+  sub.name = "monolith";
+  sub.summary = "serve CSI Identity + Controller + Node on one unix socket";
+  sub.usage = "--nodeid=<id> [flags]";
+  sub.description =
+      "The node and the controller in one process on one endpoint, as the Go Azure Lustre\n"
+      "driver serves them and as Nomad runs a monolith plugin: GetPluginCapabilities says\n"
+      "CONTROLLER_SERVICE, so single-endpoint COs and conformance suites can create, publish\n"
+      "and delete through one socket. The mount mode (default lustre) serves both.\n"
+      "\n"
+      "A command line without a subcommand runs this, so the Go driver's invocation\n"
+      "(lustre-csi -v=5 --endpoint=... --nodeid=... [--drivername=...]) works unchanged.\n"
+      "Of the Go driver's flags, --endpoint, --nodeid, --drivername, --working-mount-dir,\n"
+      "--enable-azurelustre-mock-mount, --version and the logging flags -v, --logtostderr,\n"
+      "--alsologtostderr, --stderrthreshold, --log_dir and --vmodule are honoured;\n"
+      "--enable-azurelustre-mock-dyn-prov, --remove-not-ready-taint and klog's\n"
+      "--legacy_stderr_threshold_behavior, --add_dir_header, --skip_headers,\n"
+      "--skip_log_headers, --one_output, --log_file and --log_file_max_size are accepted and\n"
+      "ignored; --status-controller-only=true is refused.";
+  sub.flags = kSharedFlags;
+  for (const char* f : {"nodeid",
+                        "mount_mode",
+                        "enable_azurelustre_mock_mount",
+                        "local_root",
+                        "mount_namespace",
+                        "mount_helper",
+                        "working_mount_dir",
+                        "max_concurrent_mounts",
+                        "mount_timeout_seconds",
+                        "readiness_interval_seconds",
+                        "max_volumes_per_node",
+                        "topology",
+                        "plugin_registration_dir",
+                        "kubelet_registration_path",
+                        "status_controller_only",
+                        "enable_azurelustre_mock_dyn_prov",
+                        "remove_not_ready_taint",
+                        "legacy_stderr_threshold_behavior",
+                        "add_dir_header",
+                        "skip_headers",
+                        "skip_log_headers",
+                        "one_output",
+                        "log_file",
+                        "log_file_max_size"}) {
+    sub.flags.push_back(f);
+  }
+  sub.run = RunMonolith;
+  sub.implicit = true;
   return sub;
 }
 

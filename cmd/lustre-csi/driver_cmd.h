@@ -1,4 +1,4 @@
-// The `node` and `controller` subcommands: flags and wiring of the Lustre
+// The `node`, `controller` and `monolith` subcommands: flags and wiring of the Lustre
 // CSI driver.
 #ifndef LUSTRE_CSI_CMD_LUSTRE_CSI_DRIVER_CMD_H_
 #define LUSTRE_CSI_CMD_LUSTRE_CSI_DRIVER_CMD_H_
@@ -9,6 +9,9 @@ namespace lustre_csi {
 
 cli::Subcommand NodeSubcommand();
 cli::Subcommand ControllerSubcommand();
+// Identity + Controller + Node on one socket; also what a command line
+// without a subcommand runs (the Go driver's invocation).
+cli::Subcommand MonolithSubcommand();
 
 }  // namespace lustre_csi
 

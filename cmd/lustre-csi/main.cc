@@ -19,6 +19,7 @@ std::vector<cli::Subcommand> Subcommands() {
   return {
       NodeSubcommand(),
       ControllerSubcommand(),
+      MonolithSubcommand(),
       PluginManagerSubcommand(),
   };
 }
