@@ -271,6 +271,63 @@ TEST_F(ConformanceE2eTest, OneValidationInEveryMode) {
   }
 }
 
+// With sub-dir provisioning, the owner marker records what was asked, so a
+// restarted controller still tells a repeat from a conflict, and knows when a
+// provisioned sub-dir is gone.
+TEST_F(ConformanceE2eTest, ControllerKnowsItsProvisionedVolumesAfterARestart) {
+  std::vector<std::string> args = {"controller", "--mount-mode=local",
+                                   "--local-root=" + tmp_.Join("lustre")};
+  Plugin ctl;
+  ASSERT_NO_FATAL_FAILURE(Start(&ctl, "provisioner", args));
+  csi::v1::CreateVolumeRequest create;
+  create.set_name("pvc-r");
+  *create.add_volume_capabilities() = Capability();
+  create.mutable_capacity_range()->set_required_bytes(10 * kGiB);
+  (*create.mutable_parameters())["mgs-ip-address"] = "10.0.0.4";
+  (*create.mutable_parameters())["fs-name"] = "lustrefs";
+  (*create.mutable_parameters())["sub-dir"] = "volumes/pvc-r";
+  (*create.mutable_parameters())["create-sub-dir"] = "true";
+  auto create_volume = [&](const csi::v1::CreateVolumeRequest& req,
+                           csi::v1::CreateVolumeResponse* res) {
+    grpc::ClientContext ctx;
+    return ctl.controller->CreateVolume(&ctx, req, res);
+  };
+  csi::v1::CreateVolumeResponse first;
+  ASSERT_TRUE(create_volume(create, &first).ok());
+
+  ctl.process->Signal(SIGTERM);
+  ASSERT_EQ(ctl.process->Wait(absl::Seconds(20)), 0);
+  ASSERT_NO_FATAL_FAILURE(Start(&ctl, "provisioner", args));
+
+  csi::v1::CreateVolumeResponse again;
+  grpc::Status s = create_volume(create, &again);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(again.volume().volume_id(), first.volume().volume_id());
+  csi::v1::CreateVolumeRequest bigger = create;
+  bigger.mutable_capacity_range()->set_required_bytes(20 * kGiB);
+  s = create_volume(bigger, &again);
+  EXPECT_EQ(s.error_code(), grpc::ALREADY_EXISTS) << s.error_message();
+  csi::v1::CreateVolumeRequest other_mode = create;
+  (*other_mode.mutable_parameters())["sub-dir-mode"] = "0700";
+  EXPECT_EQ(create_volume(other_mode, &again).error_code(), grpc::ALREADY_EXISTS);
+
+  auto validate = [&](Plugin& p) {
+    csi::v1::ValidateVolumeCapabilitiesRequest req;
+    req.set_volume_id(first.volume().volume_id());
+    *req.add_volume_capabilities() = Capability();
+    *req.mutable_volume_context() = first.volume().volume_context();
+    csi::v1::ValidateVolumeCapabilitiesResponse res;
+    grpc::ClientContext ctx;
+    return p.controller->ValidateVolumeCapabilities(&ctx, req, &res);
+  };
+  EXPECT_TRUE(validate(ctl).ok());
+  std::filesystem::remove_all(tmp_.Join("lustre/lustrefs/volumes/pvc-r"));
+  s = validate(ctl);
+  EXPECT_EQ(s.error_code(), grpc::NOT_FOUND) << s.error_message();
+  // A controller that does not reach file systems cannot know: it confirms.
+  EXPECT_TRUE(validate(controller_).ok());
+}
+
 bool HasControllerService(Plugin& p) {
   auto identity = csi::v1::Identity::NewStub(UnixChannel(p.socket));
   csi::v1::GetPluginCapabilitiesResponse caps;

@@ -8,11 +8,22 @@
 #include "pkg/driver/volume_id.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/owned_dir.h"
+#include "pkg/volume/sha256.h"
 
 namespace lustre_csi::driver {
 namespace {
 
 constexpr size_t kMaxNameLength = 256;
+
+// What a CreateVolume asked, as recorded in a provisioned sub-dir's owner
+// marker: parameters (sorted) and the capacity range.
+std::string RequestFingerprint(const CreateVolumeArgs& args) {
+  std::string text = absl::StrCat("required=", args.required_bytes, "\nlimit=", args.limit_bytes);
+  for (const auto& [key, value] : args.parameters) {
+    absl::StrAppend(&text, "\n", key.size(), ":", key, "=", value.size(), ":", value);
+  }
+  return volume::Sha256Hex(text);
+}
 
 bool SameRequest(const CreateVolumeArgs& a, const CreateVolumeArgs& b) {
   return a.parameters == b.parameters && a.required_bytes == b.required_bytes &&
@@ -136,7 +147,7 @@ absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeA
   options.mode = params.provisioning.mode;
   options.uid = params.provisioning.uid;
   options.gid = params.provisioning.gid;
-  volume::DirOwner owner{args.name, params.provisioning.delete_on_delete};
+  volume::DirOwner owner{args.name, params.provisioning.delete_on_delete, RequestFingerprint(args)};
   LustreSource root{params.mgs_address, params.fs_name, ""};
   absl::Status status = backend_->WithFileSystemRoot(root, [&](const std::string& fs_root) {
     return volume::CreateOwnedDir(fs_root, *sub_dir, options, owner);
@@ -184,18 +195,57 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   return absl::OkStatus();
 }
 
-absl::Status ControllerLogic::CheckExists(const std::string& volume_id) {
+absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
+                                          const std::map<std::string, std::string>& context) {
   if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
   absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
   if (!id.ok()) {
     return absl::NotFoundError(
         absl::StrCat("volume ", volume_id, " does not exist: ", id.status().message()));
   }
-  absl::MutexLock l(&mu_);
-  auto it = by_name_.find(id->name);
-  if (it != by_name_.end() && it->second.volume.volume_id != volume_id) {
-    return absl::NotFoundError(absl::StrCat("volume ", volume_id, " does not exist; ", id->name,
-                                            " is ", it->second.volume.volume_id));
+  {
+    absl::MutexLock l(&mu_);
+    auto it = by_name_.find(id->name);
+    if (it != by_name_.end() && it->second.volume.volume_id != volume_id) {
+      return absl::NotFoundError(absl::StrCat("volume ", volume_id, " does not exist; ", id->name,
+                                              " is ", it->second.volume.volume_id));
+    }
+  }
+  // A provisioned sub-dir (the context says create-sub-dir) exists while its
+  // owner marker names the volume; a file system this controller cannot
+  // reach now decides nothing.
+  bool provisioned = false;
+  for (const auto& [key, value] : context) {
+    if (absl::EqualsIgnoreCase(key, kParamCreateSubDir))
+      provisioned = absl::EqualsIgnoreCase(value, "true");
+  }
+  if (!provisioned || backend_ == nullptr || id->sub_dir.empty() ||
+      absl::StrContains(id->sub_dir, "${")) {
+    return absl::OkStatus();
+  }
+  std::optional<volume::DirOwner> owner;
+  bool missing = false;
+  absl::Status reached = backend_->WithFileSystemRoot(
+      {id->mgs_address, id->fs_name, ""}, [&](const std::string& root) {
+        absl::StatusOr<std::optional<volume::DirOwner>> read =
+            volume::ReadDirOwner(root, id->sub_dir);
+        if (read.status().code() == absl::StatusCode::kNotFound) {
+          missing = true;
+          return absl::OkStatus();
+        }
+        if (!read.ok()) return read.status();
+        owner = *read;
+        return absl::OkStatus();
+      });
+  if (!reached.ok()) {
+    LOG(WARNING) << "volume " << volume_id << ": cannot check its sub-dir " << id->sub_dir << " ("
+                 << reached << "); confirming from the id alone";
+    return absl::OkStatus();
+  }
+  if (missing || !owner.has_value() || owner->volume != id->name) {
+    return absl::NotFoundError(
+        absl::StrCat("volume ", volume_id, " does not exist: its sub-dir ", id->sub_dir,
+                     missing ? " is gone" : " is no longer the one created for it"));
   }
   return absl::OkStatus();
 }

@@ -63,14 +63,21 @@ class ControllerLogic {
   // `backend` may be null (no sub-dir provisioning); borrowed.
   explicit ControllerLogic(MountBackend* backend = nullptr) : backend_(backend) {}
 
+  // A repeat of a name is decided from this process's record, and, after a
+  // restart, for a provisioned sub-dir, from the request recorded in its
+  // owner marker: another request is ALREADY_EXISTS.
   absl::StatusOr<CreatedVolume> Create(const CreateVolumeArgs& args);
 
   // Idempotent: an unknown or foreign id is OK.
   absl::Status Delete(const std::string& volume_id);
 
-  // NOT_FOUND unless `volume_id` is a volume of ours: an id in our format, and,
-  // for a volume created here, the same id as recorded.
-  absl::Status CheckExists(const std::string& volume_id);
+  // NOT_FOUND unless `volume_id` is a volume of ours: an id in our format;
+  // for a volume created by this process, the same id as recorded; and, when
+  // `context` (the volume's) says create-sub-dir and this controller reaches
+  // file systems, a sub-dir that still exists with an owner marker naming
+  // the volume. A file system that cannot be reached now does not decide.
+  absl::Status CheckExists(const std::string& volume_id,
+                           const std::map<std::string, std::string>& context = {});
 
  private:
   struct Record {

@@ -1,5 +1,7 @@
 #include "pkg/driver/controller.h"
 
+#include <filesystem>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -7,6 +9,8 @@ namespace lustre_csi::driver {
 namespace {
 
 using ::testing::HasSubstr;
+
+constexpr int64_t kGiB = int64_t{1} << 30;
 
 struct CapacityCase {
   int64_t required, limit;
@@ -79,6 +83,73 @@ TEST(ControllerLogicTest, SameRequestIsIdempotentConflictIsAlreadyExists) {
   // After delete, the name is free for a new request.
   ASSERT_TRUE(logic.Delete(first->volume_id).ok());
   EXPECT_TRUE(logic.Create(other).ok());
+}
+
+// A file system at a real directory, for the logic above the mount seam.
+class DirBackend : public MountBackend {
+ public:
+  explicit DirBackend(std::string root) : root_(std::move(root)) {}
+  absl::string_view Mode() const override { return "local"; }
+  Readiness CheckReady() override { return {}; }
+  bool MakesMounts() const override { return true; }
+  absl::Status EnsureSubDir(const LustreSource&) override { return absl::OkStatus(); }
+  absl::Status WithFileSystemRoot(
+      const LustreSource&, const std::function<absl::Status(const std::string&)>& fn) override {
+    if (!reachable) return absl::UnavailableError("file system unreachable");
+    return fn(root_);
+  }
+  absl::Status Mount(const LustreSource&, const std::string&,
+                     const std::vector<std::string>&) override {
+    return absl::UnimplementedError("not here");
+  }
+  absl::StatusOr<bool> IsMountOf(const LustreSource&, const std::string&,
+                                 const std::vector<std::string>&) override {
+    return false;
+  }
+  bool reachable = true;
+
+ private:
+  std::string root_;
+};
+
+// A controller restart loses the in-memory record; the owner marker of a
+// provisioned sub-dir keeps what was asked.
+TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
+  char tmpl[] = "/tmp/controller_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string root = tmpl;
+  DirBackend backend(root);
+  CreateVolumeArgs args = Args("pvc-p");
+  args.parameters["sub-dir"] = "volumes/pvc-p";
+  args.parameters["create-sub-dir"] = "true";
+  args.required_bytes = 10 * kGiB;
+  absl::StatusOr<CreatedVolume> first = ControllerLogic(&backend).Create(args);
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  ControllerLogic restarted(&backend);
+  absl::StatusOr<CreatedVolume> again = restarted.Create(args);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->volume_id, first->volume_id);
+  CreateVolumeArgs bigger = args;
+  bigger.required_bytes = 20 * kGiB;
+  EXPECT_EQ(ControllerLogic(&backend).Create(bigger).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  CreateVolumeArgs other = args;
+  other.parameters["sub-dir-on-delete"] = "delete";
+  EXPECT_EQ(ControllerLogic(&backend).Create(other).status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  // Validation: the sub-dir is there; unreachable decides nothing; gone is
+  // NOT_FOUND; without the context's create-sub-dir, nothing is looked at.
+  EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).ok());
+  backend.reachable = false;
+  EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).ok());
+  backend.reachable = true;
+  std::filesystem::remove_all(root + "/volumes/pvc-p");
+  EXPECT_EQ(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id).ok());
+  std::filesystem::remove_all(root);
 }
 
 struct BadCreate {

@@ -224,7 +224,10 @@ grpc::Status ControllerService::ValidateVolumeCapabilities(
     if (req->volume_capabilities().empty()) {
       return absl::InvalidArgumentError("volume_capabilities missing");
     }
-    if (absl::Status s = logic_->CheckExists(req->volume_id()); !s.ok()) return s;
+    if (absl::Status s = logic_->CheckExists(req->volume_id(), ToMap(req->volume_context()));
+        !s.ok()) {
+      return s;
+    }
     for (const auto& cap : req->volume_capabilities()) {
       if (absl::Status s = CheckCapability(cap); !s.ok()) {
         res->set_message(std::string(s.message()));

@@ -40,8 +40,10 @@ absl::Status CheckRelative(const std::string& root, const std::string& relative)
 }
 
 std::string FormatMarker(const DirOwner& owner) {
-  return absl::StrCat("volume=", owner.volume,
-                      "\non-delete=", owner.delete_on_release ? "delete" : "retain", "\n");
+  std::string text = absl::StrCat(
+      "volume=", owner.volume, "\non-delete=", owner.delete_on_release ? "delete" : "retain", "\n");
+  if (!owner.request.empty()) absl::StrAppend(&text, "request=", owner.request, "\n");
+  return text;
 }
 
 absl::StatusOr<DirOwner> ParseMarker(const std::string& text) {
@@ -53,6 +55,8 @@ absl::StatusOr<DirOwner> ParseMarker(const std::string& text) {
       have_volume = true;
     } else if (absl::ConsumePrefix(&line, "on-delete=")) {
       owner.delete_on_release = line == "delete";
+    } else if (absl::ConsumePrefix(&line, "request=")) {
+      owner.request = std::string(line);
     }
   }
   if (!have_volume) return absl::DataLossError("owner marker names no volume");
@@ -128,7 +132,15 @@ absl::Status CreateOwnedDir(const std::string& root, const std::string& relative
       absl::StatusOr<std::optional<DirOwner>> existing = ReadMarker(dir_fd);
       close(dir_fd);
       if (!existing.ok()) return existing.status();
-      if (existing->has_value() && (*existing)->volume == owner.volume) return absl::OkStatus();
+      if (existing->has_value() && (*existing)->volume == owner.volume) {
+        const std::string& recorded = (*existing)->request;
+        if (recorded.empty() || owner.request.empty() || recorded == owner.request) {
+          return absl::OkStatus();
+        }
+        return absl::AlreadyExistsError(
+            absl::StrCat("volume ", owner.volume, " already exists (", root, "/", relative,
+                         ") and was created with other parameters or another capacity"));
+      }
       return absl::AlreadyExistsError(absl::StrCat(
           root, "/", relative, " already exists and was not created for volume ", owner.volume,
           existing->has_value() ? absl::StrCat(" (it belongs to ", (*existing)->volume, ")")

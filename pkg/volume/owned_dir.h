@@ -24,6 +24,10 @@ inline constexpr char kOwnerMarkerName[] = ".lustre-csi-volume";
 struct DirOwner {
   std::string volume;
   bool delete_on_release = false;
+  // What was asked when the directory was created (an opaque fingerprint;
+  // empty: not recorded). A later create for the same volume with another
+  // request is refused.
+  std::string request;
 };
 
 struct OwnedDirOptions {
@@ -33,8 +37,10 @@ struct OwnedDirOptions {
 };
 
 // Creates `relative` (and missing parents, 0755) beneath `root` with the
-// marker. Already created for the same volume: OK. Exists otherwise (no
-// marker, or another volume's): ALREADY_EXISTS, nothing changed.
+// marker. Already created for the same volume with the same request (or
+// where either request is not recorded): OK. Exists otherwise (no marker,
+// another volume's, or the same volume's with another request):
+// ALREADY_EXISTS, nothing changed.
 absl::Status CreateOwnedDir(const std::string& root, const std::string& relative,
                             const OwnedDirOptions& options, const DirOwner& owner);
 

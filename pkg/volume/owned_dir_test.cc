@@ -46,6 +46,23 @@ TEST(OwnedDirTest, CreateIsIdempotentForTheSameVolumeOnly) {
   EXPECT_FALSE(Exists(dir.Sub("existing/.lustre-csi-volume")));
 }
 
+TEST(OwnedDirTest, TheRecordedRequestDecidesARepeatForTheSameVolume) {
+  TestDir dir;
+  ASSERT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, "request-a"}).ok());
+  EXPECT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, "request-a"}).ok());
+  absl::Status other = CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, "request-b"});
+  EXPECT_EQ(other.code(), absl::StatusCode::kAlreadyExists) << other;
+  // Where a request was not recorded (or is not given), it cannot decide.
+  EXPECT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, ""}).ok());
+  ASSERT_TRUE(CreateOwnedDir(dir.path(), "old", {}, {"pvc-2", false}).ok());
+  EXPECT_TRUE(CreateOwnedDir(dir.path(), "old", {}, {"pvc-2", false, "request-c"}).ok());
+
+  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(dir.path(), "vol");
+  ASSERT_TRUE(owner.ok() && owner->has_value()) << owner.status();
+  EXPECT_EQ((*owner)->request, "request-a");
+  EXPECT_TRUE((*owner)->delete_on_release);
+}
+
 TEST(OwnedDirTest, ReleaseDeletesOnlyWhatTheMarkerAllows) {
   TestDir dir;
   ASSERT_TRUE(CreateOwnedDir(dir.path(), "del", {}, {"pvc-1", true}).ok());
