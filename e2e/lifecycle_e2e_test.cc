@@ -250,6 +250,16 @@ TEST_F(LifecycleE2eTest, CreateMountReadWriteAndReadOnlyUnmountDelete) {
   EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
   EXPECT_THAT(Claims(), IsEmpty());
   EXPECT_FALSE(HasMount(w));
+  // Mount-state answers are about the manager's own paths only.
+  for (const std::string& foreign : {std::string("/proc"), tmp_.Join("lustre")}) {
+    pb::HasMountRequest req;
+    req.set_plugin(kDriver);
+    req.mutable_mount()->set_target(foreign);
+    pb::HasMountResponse res;
+    grpc::ClientContext ctx;
+    EXPECT_EQ(manager_stub_->HasMount(&ctx, req, &res).error_code(), grpc::INVALID_ARGUMENT)
+        << foreign;
+  }
   EXPECT_NE(access(w.target().c_str(), F_OK), 0) << "target directory left behind";
   EXPECT_EQ(ReadFile(sub_dir + "/results.txt"), "42") << "unmounting deleted data";
 

@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "e2e/e2e_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -222,7 +224,13 @@ TEST_F(ManagerE2eTest, StagingPluginStagesOnceUnstagesWhenTheLastUserLeaves) {
                                    "rw-file-system-multi-node-multi-writer"));
   EXPECT_EQ(ReadFile(mb.target() + "/data"), "staged data");
   auto stages = [&] {
-    std::vector<std::string> lines = absl::StrSplit(ReadFile(log), '\n', absl::SkipEmpty());
+    std::vector<std::string> lines;
+    for (absl::string_view line : absl::StrSplit(ReadFile(log), '\n', absl::SkipEmpty())) {
+      if (absl::StartsWith(line, "NodeStageVolume ") ||
+          absl::StartsWith(line, "NodeUnstageVolume ")) {
+        lines.emplace_back(line);
+      }
+    }
     return lines;
   };
   EXPECT_EQ(stages().size(), 1u) << "staged more than once";
@@ -241,7 +249,133 @@ TEST_F(ManagerE2eTest, StagingPluginStagesOnceUnstagesWhenTheLastUserLeaves) {
   ASSERT_TRUE(Unmount(b, &unstaged).ok());
   EXPECT_TRUE(unstaged);
   ASSERT_EQ(stages().size(), 2u);
-  EXPECT_TRUE(absl::StartsWith(stages()[1], "unstage ")) << stages()[1];
+  EXPECT_TRUE(absl::StartsWith(stages()[1], "NodeUnstageVolume ")) << stages()[1];
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
+}
+
+// A plugin that stages without mounting at the staging path, whose first
+// publish and second unstage fail: the manager's book, not the staging path,
+// decides what is staged. Exact sequence of calls the plugin received,
+// across a kill -9 of the manager.
+TEST_F(ManagerE2eTest, StagingIsDecidedByTheBookFailuresAreUndoneInOrder) {
+  std::string log = tmp_.Join("stager.calls");
+  plugins_.push_back(std::make_unique<Subprocess>(
+      std::vector<std::string>{StagingPluginPath(), "--endpoint=unix://" + tmp_.Join("st.sock"),
+                               "--log=" + log, "--stage-mode=record",
+                               "--fail-once=NodePublishVolume,NodeUnstageVolume@2"},
+      tmp_.Join("stager.log")));
+  ASSERT_TRUE(WaitForSocket(tmp_.Join("st.sock"), absl::Seconds(10)).ok());
+  const std::string plugin_flag = "--plugins=stager.test:node:" + tmp_.Join("st.sock");
+  StartManager({plugin_flag});
+  Wait("stager.test");
+
+  ASSERT_TRUE(WriteFile(tmp_.Join("source/data"), "staged data").ok());
+  std::map<std::string, std::string> context = {{"source", tmp_.Join("source")}};
+  std::vector<pb::MountVolumeRequest> allocs;
+  for (const char* alloc : {"alloc-a", "alloc-b", "alloc-c"}) {
+    allocs.push_back(MountRequest("stager.test", alloc, context));
+  }
+  pb::MountInfo info;
+  // The first publish fails after a successful stage: the stage is undone.
+  EXPECT_FALSE(Mount(allocs[0], &info).ok());
+  EXPECT_THAT(Claims(), IsEmpty());
+  // The next mount of the volume succeeds; the others only publish.
+  for (const pb::MountVolumeRequest& req : allocs) {
+    ASSERT_TRUE(Mount(req, &info).ok()) << req.alloc_id() << "\n"
+                                        << ReadFile(tmp_.Join("manager.log"));
+    EXPECT_EQ(ReadFile(info.target() + "/data"), "staged data");
+  }
+  const std::string staging = info.source();
+  EXPECT_THAT(MountsUnder(staging), IsEmpty()) << "this plugin leaves no mount there";
+
+  KillManager();
+  StartManager({plugin_flag});
+  Wait("stager.test");
+  ASSERT_EQ(Claims().size(), 3u);
+  ASSERT_TRUE(Unmount(allocs[0]).ok());
+  ASSERT_TRUE(Unmount(allocs[1]).ok());
+  // The unstage fails once: the claim and the stage stay recorded, and the
+  // next unmount finishes it.
+  bool unstaged = false;
+  EXPECT_FALSE(Unmount(allocs[2], &unstaged).ok());
+  ASSERT_EQ(Claims().size(), 1u);
+  EXPECT_EQ(Claims()[0].state(), "unpublished");
+  ASSERT_TRUE(Unmount(allocs[2], &unstaged).ok());
+  EXPECT_TRUE(unstaged);
+  EXPECT_THAT(Claims(), IsEmpty());
+
+  std::string rid = allocs[0].remote_id();
+  auto target = [&](const std::string& alloc) {
+    return tmp_.Join("mounts/stager.test/per-alloc/") + alloc +
+           "/vol-1/rw-file-system-multi-node-multi-writer";
+  };
+  std::vector<std::string> calls = absl::StrSplit(ReadFile(log), '\n', absl::SkipEmpty());
+  EXPECT_THAT(calls, ElementsAre("NodeStageVolume " + rid + " " + staging,
+                                 "NodePublishVolume " + rid + " " + target("alloc-a") + " failed",
+                                 "NodeUnstageVolume " + rid + " " + staging,
+                                 "NodeStageVolume " + rid + " " + staging,
+                                 "NodePublishVolume " + rid + " " + target("alloc-a"),
+                                 "NodePublishVolume " + rid + " " + target("alloc-b"),
+                                 "NodePublishVolume " + rid + " " + target("alloc-c"),
+                                 "NodeUnpublishVolume " + rid + " " + target("alloc-a"),
+                                 "NodeUnpublishVolume " + rid + " " + target("alloc-b"),
+                                 "NodeUnpublishVolume " + rid + " " + target("alloc-c"),
+                                 "NodeUnstageVolume " + rid + " " + staging + " failed",
+                                 "NodeUnstageVolume " + rid + " " + staging));
+  EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
+}
+
+// kill -9 of the manager between a finished stage and the publish: after the
+// restart the book says staged, so the mount is finished with a publish
+// alone, and the unmount unstages once.
+TEST_F(ManagerE2eTest, KillBetweenStageAndPublishIsFinishedAfterRestart) {
+  std::string log = tmp_.Join("stager.calls");
+  plugins_.push_back(std::make_unique<Subprocess>(
+      std::vector<std::string>{StagingPluginPath(), "--endpoint=unix://" + tmp_.Join("st.sock"),
+                               "--log=" + log, "--stage-mode=record", "--hang=NodePublishVolume@1"},
+      tmp_.Join("stager.log")));
+  ASSERT_TRUE(WaitForSocket(tmp_.Join("st.sock"), absl::Seconds(10)).ok());
+  const std::string plugin_flag = "--plugins=stager.test:node:" + tmp_.Join("st.sock");
+  StartManager({plugin_flag});
+  Wait("stager.test");
+  ASSERT_TRUE(WriteFile(tmp_.Join("source/data"), "staged data").ok());
+  pb::MountVolumeRequest a =
+      MountRequest("stager.test", "alloc-a", {{"source", tmp_.Join("source")}});
+
+  std::thread first([&] {
+    pb::MountInfo ignored;
+    EXPECT_FALSE(Mount(a, &ignored).ok()) << "the manager was killed during this call";
+  });
+  // The stage is done and the publish is in the plugin: kill the manager.
+  absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (!absl::StrContains(ReadFile(log), " hung") && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(absl::StrContains(ReadFile(log), " hung")) << ReadFile(log);
+  KillManager();
+  first.join();
+
+  StartManager({plugin_flag});
+  Wait("stager.test");
+  ASSERT_EQ(Claims().size(), 1u);
+  EXPECT_EQ(Claims()[0].state(), "mounting");
+  pb::MountInfo info;
+  ASSERT_TRUE(Mount(a, &info).ok()) << ReadFile(tmp_.Join("manager.log"));
+  EXPECT_EQ(ReadFile(info.target() + "/data"), "staged data");
+  bool unstaged = false;
+  ASSERT_TRUE(Unmount(a, &unstaged).ok());
+  EXPECT_TRUE(unstaged);
+
+  std::string rid = a.remote_id();
+  std::string target = info.target();
+  std::string staging = info.source();
+  std::vector<std::string> calls = absl::StrSplit(ReadFile(log), '\n', absl::SkipEmpty());
+  EXPECT_THAT(calls, ElementsAre("NodeStageVolume " + rid + " " + staging,
+                                 "NodePublishVolume " + rid + " " + target + " hung",
+                                 "NodePublishVolume " + rid + " " + target,
+                                 "NodeUnpublishVolume " + rid + " " + target,
+                                 "NodeUnstageVolume " + rid + " " + staging));
+  EXPECT_THAT(Claims(), IsEmpty());
   EXPECT_THAT(MountsUnder(tmp_.Join("mounts")), IsEmpty());
 }
 

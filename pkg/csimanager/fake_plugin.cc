@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,9 +22,21 @@ struct FakePlugin::State {
   std::map<std::string, std::deque<grpc::Status>> failures ABSL_GUARDED_BY(mu);
   std::map<std::string, int> calls ABSL_GUARDED_BY(mu);
   std::vector<std::string> log ABSL_GUARDED_BY(mu);
+  // Staging paths staged without a mount (config.stage_mounts false).
+  std::set<std::string> staged ABSL_GUARDED_BY(mu);
   std::vector<csi::v1::NodeStageVolumeRequest> stages ABSL_GUARDED_BY(mu);
   std::vector<csi::v1::NodePublishVolumeRequest> publishes ABSL_GUARDED_BY(mu);
   std::vector<pluginregistration::RegistrationStatus> statuses ABSL_GUARDED_BY(mu);
+
+  // Whether `path` is staged: mounted there, or recorded as staged without a
+  // mount.
+  bool IsStaged(const std::string& path) {
+    {
+      absl::MutexLock lock(&mu);
+      if (staged.count(path) > 0) return true;
+    }
+    return mounts != nullptr && mounts->IsMountPoint(path).value_or(false);
+  }
 
   // Records the call, then hangs or fails it as the test asked.
   grpc::Status Enter(const std::string& method, grpc::ServerContext* context,
@@ -141,11 +154,16 @@ class Node final : public csi::v1::Node::Service {
     if (request->volume_id().empty() || request->staging_target_path().empty()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "missing volume id or path");
     }
+    bool mount;
     {
       absl::MutexLock lock(&state_->mu);
       state_->stages.push_back(*request);
+      mount = state_->config.stage_mounts;
+      if (!mount) state_->staged.insert(request->staging_target_path());
     }
-    if (state_->mounts != nullptr) state_->mounts->SetMounted(request->staging_target_path(), true);
+    if (mount && state_->mounts != nullptr) {
+      state_->mounts->SetMounted(request->staging_target_path(), true);
+    }
     return grpc::Status::OK;
   }
 
@@ -155,6 +173,10 @@ class Node final : public csi::v1::Node::Service {
     grpc::Status status =
         state_->Enter("NodeUnstageVolume", context, request->staging_target_path());
     if (!status.ok()) return status;
+    {
+      absl::MutexLock lock(&state_->mu);
+      state_->staged.erase(request->staging_target_path());
+    }
     if (state_->mounts != nullptr) {
       state_->mounts->SetMounted(request->staging_target_path(), false);
     }
@@ -169,8 +191,7 @@ class Node final : public csi::v1::Node::Service {
     if (request->volume_id().empty() || request->target_path().empty()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "missing volume id or path");
     }
-    if (state_->Config().stage_unstage && state_->mounts != nullptr &&
-        !*state_->mounts->IsMountPoint(request->staging_target_path())) {
+    if (state_->Config().stage_unstage && !state_->IsStaged(request->staging_target_path())) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "volume is not staged");
     }
     {
@@ -311,6 +332,11 @@ bool FakePlugin::AwaitCalls(const std::string& method, int n, absl::Duration tim
 std::vector<std::string> FakePlugin::Log() {
   absl::MutexLock lock(&state_->mu);
   return state_->log;
+}
+
+void FakePlugin::MarkStaged(const std::string& staging_path) {
+  absl::MutexLock lock(&state_->mu);
+  state_->staged.insert(staging_path);
 }
 
 std::vector<csi::v1::NodeStageVolumeRequest> FakePlugin::StageRequests() {

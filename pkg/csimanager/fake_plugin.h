@@ -8,7 +8,8 @@
 // Stage/publish/unstage/unpublish mark paths in a FakeMountInspector (when
 // given one), so volume-manager tests see "mounts" appear and disappear.
 // NodePublishVolume of a stage-capable plugin fails with FAILED_PRECONDITION
-// unless the staging path is mounted, as a real plugin would.
+// unless the staging path is staged (mounted, or recorded when the plugin
+// stages without mounting), as a real plugin would.
 //
 // Thread-safe. Stop() (or destruction) releases hung calls, shuts the server
 // down and removes the socket files.
@@ -40,6 +41,9 @@ struct FakePluginConfig {
   std::string vendor_version = "0.1.0";
   bool controller_service = false;
   bool stage_unstage = false;
+  // Whether NodeStageVolume leaves a mount at the staging path; when false it
+  // only records the stage (as a plugin that stages a device or state does).
+  bool stage_mounts = true;
   // Probe's answer; nullopt leaves `ready` unset (which means ready).
   std::optional<bool> ready = true;
   std::string node_id = "node-1";
@@ -69,6 +73,9 @@ class FakePlugin {
   // While on, calls of `method` block until turned off, Stop(), or the
   // caller cancels / its deadline passes.
   void SetHang(const std::string& method, bool hang);
+
+  // A stage the plugin holds from before (it outlived a manager restart).
+  void MarkStaged(const std::string& staging_path);
 
   int Calls(const std::string& method);
   // Waits (real time, a guard against hung tests) for `n` calls of `method`.

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "glog/logging.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -49,6 +50,27 @@ CREATE TABLE claims (
 ) WITHOUT ROWID;
 PRAGMA user_version = 1;
 )sql";
+
+// Version 1 → 2: staging records. A claim that records a staging path means
+// the volume may be staged there.
+constexpr char kMigrateToV2[] = R"sql(
+CREATE TABLE stagings (
+  plugin TEXT NOT NULL,
+  path TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  volume_id TEXT NOT NULL,
+  remote_id TEXT NOT NULL,
+  usage TEXT NOT NULL,
+  state TEXT NOT NULL,
+  PRIMARY KEY (plugin, path)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO stagings
+  SELECT plugin, source, namespace, volume_id, remote_id, usage, 'staged'
+  FROM claims WHERE staged != 0 AND source != '';
+PRAGMA user_version = 2;
+)sql";
+
+constexpr char kStagingColumns[] = "plugin, path, namespace, volume_id, remote_id, usage, state";
 
 constexpr char kClaimColumns[] =
     "plugin, namespace, volume_id, alloc_id, usage, remote_id, read_only, attachment_mode, "
@@ -254,7 +276,8 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
                        absl::StrJoin(*tables, ", "), ")", kCorruptAdvice));
     }
     absl::MutexLock lock(&store->mu_);
-    absl::Status created = store->Exec(absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, "COMMIT;"));
+    absl::Status created =
+        store->Exec(absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateToV2, "COMMIT;"));
     if (!created.ok()) {
       store->Exec("ROLLBACK;").IgnoreError();
       return created;
@@ -263,10 +286,24 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
     return absl::FailedPreconditionError(absl::StrCat(
         "state store ", path, " has schema version ", version, ", newer than this binary's ",
         kSchemaVersion, ": it was written by a newer lustre-csi; run that version or a newer one"));
-  } else if (*tables != std::vector<std::string>{"claims", "plugins"}) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "state store ", path, " has schema version ", version, " but unexpected tables (",
-        absl::StrJoin(*tables, ", "), ")", kCorruptAdvice));
+  } else {
+    std::vector<std::string> want = {"claims", "plugins"};
+    if (version >= 2) want.push_back("stagings");
+    if (*tables != want) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "state store ", path, " has schema version ", version, " but unexpected tables (",
+          absl::StrJoin(*tables, ", "), ")", kCorruptAdvice));
+    }
+    if (version == 1) {
+      absl::MutexLock lock(&store->mu_);
+      absl::Status migrated =
+          store->Exec(absl::StrCat("BEGIN IMMEDIATE;", kMigrateToV2, "COMMIT;"));
+      if (!migrated.ok()) {
+        store->Exec("ROLLBACK;").IgnoreError();
+        return migrated;
+      }
+      LOG(INFO) << "state store " << path << ": migrated from schema version 1 to 2";
+    }
   }
   return store;
 }
@@ -377,23 +414,24 @@ absl::Status StateStore::DeleteClaims(const std::vector<ClaimKey>& keys) {
   absl::MutexLock lock(&mu_);
   absl::Status status = Exec("BEGIN IMMEDIATE;");
   if (!status.ok()) return status;
+  status = DeleteClaimsLocked(keys);
+  if (status.ok()) status = Exec("COMMIT;");
+  if (!status.ok()) Exec("ROLLBACK;").IgnoreError();
+  return status;
+}
+
+absl::Status StateStore::DeleteClaimsLocked(const std::vector<ClaimKey>& keys) {
   for (const ClaimKey& key : keys) {
     Stmt stmt(db_,
               "DELETE FROM claims WHERE plugin = ? AND namespace = ? AND volume_id = ? AND "
               "alloc_id = ? AND usage = ?");
-    if (!stmt.ok()) {
-      status = FromSqlite(path_, stmt.rc(), "preparing claim delete", stmt.error());
-      break;
-    }
+    if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing claim delete", stmt.error());
     BindKey(stmt, key);
     if (stmt.Step() != SQLITE_DONE) {
-      status = FromSqlite(path_, stmt.rc(), "deleting claim", stmt.error());
-      break;
+      return FromSqlite(path_, stmt.rc(), "deleting claim", stmt.error());
     }
   }
-  if (status.ok()) status = Exec("COMMIT;");
-  if (!status.ok()) Exec("ROLLBACK;").IgnoreError();
-  return status;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<Claim>> StateStore::GetClaim(const ClaimKey& key) {
@@ -434,6 +472,78 @@ absl::StatusOr<std::vector<Claim>> StateStore::ListClaims() {
   }
   if (step != SQLITE_DONE) return FromSqlite(path_, step, "listing claims", stmt.error());
   return out;
+}
+
+absl::Status StateStore::PutStaging(const StagingRecord& record) {
+  if (record.plugin.empty() || record.path.empty()) {
+    return absl::InvalidArgumentError("staging record without plugin or path");
+  }
+  absl::MutexLock lock(&mu_);
+  Stmt stmt(db_, absl::StrCat("INSERT OR REPLACE INTO stagings (", kStagingColumns,
+                              ") VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing staging write", stmt.error());
+  stmt.Bind(1, record.plugin);
+  stmt.Bind(2, record.path);
+  stmt.Bind(3, record.namespace_);
+  stmt.Bind(4, record.volume_id);
+  stmt.Bind(5, record.remote_id);
+  stmt.Bind(6, record.usage);
+  stmt.Bind(7, StagingStateName(record.state));
+  if (stmt.Step() != SQLITE_DONE) {
+    return FromSqlite(path_, stmt.rc(), "writing staging record", stmt.error());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<StagingRecord>> StateStore::ListStagings() {
+  absl::MutexLock lock(&mu_);
+  Stmt stmt(db_, absl::StrCat("SELECT ", kStagingColumns, " FROM stagings ORDER BY plugin, path"));
+  if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing staging list", stmt.error());
+  std::vector<StagingRecord> out;
+  int step;
+  while ((step = stmt.Step()) == SQLITE_ROW) {
+    StagingRecord record;
+    record.plugin = stmt.Text(0);
+    record.path = stmt.Text(1);
+    record.namespace_ = stmt.Text(2);
+    record.volume_id = stmt.Text(3);
+    record.remote_id = stmt.Text(4);
+    record.usage = stmt.Text(5);
+    absl::StatusOr<StagingState> state = ParseStagingState(stmt.Text(6));
+    if (!state.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state store ", path_, ": staging row ", record.path,
+                       " is invalid: ", state.status().message(), kCorruptAdvice));
+    }
+    record.state = *state;
+    out.push_back(std::move(record));
+  }
+  if (step != SQLITE_DONE) return FromSqlite(path_, step, "listing stagings", stmt.error());
+  return out;
+}
+
+absl::Status StateStore::DeleteClaimsAndStaging(const std::vector<ClaimKey>& keys,
+                                                const std::string& plugin,
+                                                const std::string& staging_path) {
+  absl::MutexLock lock(&mu_);
+  absl::Status status = Exec("BEGIN IMMEDIATE;");
+  if (!status.ok()) return status;
+  status = DeleteClaimsLocked(keys);
+  if (status.ok() && !staging_path.empty()) {
+    Stmt stmt(db_, "DELETE FROM stagings WHERE plugin = ? AND path = ?");
+    if (!stmt.ok()) {
+      status = FromSqlite(path_, stmt.rc(), "preparing staging delete", stmt.error());
+    } else {
+      stmt.Bind(1, plugin);
+      stmt.Bind(2, staging_path);
+      if (stmt.Step() != SQLITE_DONE) {
+        status = FromSqlite(path_, stmt.rc(), "deleting staging record", stmt.error());
+      }
+    }
+  }
+  if (status.ok()) status = Exec("COMMIT;");
+  if (!status.ok()) Exec("ROLLBACK;").IgnoreError();
+  return status;
 }
 
 }  // namespace lustre_csi::csimanager

@@ -12,7 +12,9 @@
 // a second manager pointed at the same store fails at Open() instead of
 // sharing it.
 //
-// Schema version (PRAGMA user_version) 1: tables `plugins` and `claims`.
+// Schema version (PRAGMA user_version) 2: tables `plugins`, `claims` and
+// `stagings`. A version-1 store is migrated at Open(), in one transaction:
+// every staging path a claim records becomes a "staged" staging record.
 //
 // Thread-safe: one lock serialises all access. Owned by the caller; every
 // user (registry, volume managers) holds a plain pointer and must not outlive
@@ -47,7 +49,7 @@ struct StateStoreOptions {
 class StateStore {
  public:
   // The schema version this code reads and writes.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the store at `path`; its directory must exist.
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path,
@@ -70,10 +72,21 @@ class StateStore {
   absl::StatusOr<std::optional<Claim>> GetClaim(const ClaimKey& key);
   absl::StatusOr<std::vector<Claim>> ListClaims();  // ordered by key
 
+  // Staging records, keyed by (plugin, path). PutStaging inserts or replaces.
+  absl::Status PutStaging(const StagingRecord& record);
+  absl::StatusOr<std::vector<StagingRecord>> ListStagings();  // ordered by plugin, path
+  // Deletes the claims `keys` and the staging record (plugin, `staging_path`)
+  // (when not empty) in one transaction; missing ones are ignored.
+  absl::Status DeleteClaimsAndStaging(const std::vector<ClaimKey>& keys, const std::string& plugin,
+                                      const std::string& staging_path);
+
  private:
   StateStore(std::string path, sqlite3* db);
 
   absl::Status Exec(absl::string_view sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inside a transaction the caller opened.
+  absl::Status DeleteClaimsLocked(const std::vector<ClaimKey>& keys)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   absl::Mutex mu_;

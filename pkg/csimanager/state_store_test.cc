@@ -126,6 +126,60 @@ TEST(StateStoreTest, ClaimsRoundTripReplaceAndDelete) {
   EXPECT_FALSE(store->GetClaim(key)->has_value());
 }
 
+TEST(StateStoreTest, StagingsRoundTripAndGoWithTheirClaims) {
+  TempDir dir;
+  std::string path = dir.Sub("state.db");
+  StagingRecord staging{"hostpath.csi.k8s.io",
+                        SampleClaim("a").mount.source,
+                        "default",
+                        "vol#1",
+                        "remote-1",
+                        "rw-file-system-multi-node-multi-writer",
+                        StagingState::kStaging};
+  {
+    auto store = MustOpen(path);
+    ASSERT_TRUE(store->PutClaim(SampleClaim("alloc-1")).ok());
+    ASSERT_TRUE(store->PutStaging(staging).ok());
+    staging.state = StagingState::kStaged;
+    ASSERT_TRUE(store->PutStaging(staging).ok());
+  }
+  auto store = MustOpen(path);
+  std::vector<StagingRecord> stagings = *store->ListStagings();
+  ASSERT_EQ(stagings.size(), 1u);
+  EXPECT_EQ(stagings[0], staging);
+  ASSERT_TRUE(
+      store->DeleteClaimsAndStaging({*KeyOf(SampleClaim("alloc-1"))}, staging.plugin, staging.path)
+          .ok());
+  EXPECT_THAT(*store->ListStagings(), IsEmpty());
+  EXPECT_THAT(*store->ListClaims(), IsEmpty());
+}
+
+// A store written before staging records existed (schema version 1) is
+// migrated at open: every staging path a claim records becomes "staged".
+TEST(StateStoreTest, VersionOneStoreIsMigrated) {
+  TempDir dir;
+  std::string path = dir.Sub("state.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_TRUE(store->PutClaim(SampleClaim("alloc-1")).ok());
+    ASSERT_TRUE(store->PutClaim(SampleClaim("alloc-2")).ok());
+    Claim unstaged = SampleClaim("alloc-3");
+    unstaged.volume_id = "plain";
+    unstaged.mount.staged = false;
+    unstaged.mount.source = "";
+    ASSERT_TRUE(store->PutClaim(unstaged).ok());
+  }
+  RawSql(path, "DROP TABLE stagings; PRAGMA user_version = 1;");
+  auto store = MustOpen(path);
+  std::vector<StagingRecord> stagings = *store->ListStagings();
+  ASSERT_EQ(stagings.size(), 1u);
+  EXPECT_EQ(stagings[0].path, SampleClaim("x").mount.source);
+  EXPECT_EQ(stagings[0].volume_id, "vol#1");
+  EXPECT_EQ(stagings[0].remote_id, "remote-1");
+  EXPECT_EQ(stagings[0].state, StagingState::kStaged);
+  EXPECT_EQ(store->ListClaims()->size(), 3u);
+}
+
 TEST(StateStoreTest, ClaimWithoutUsageIsRejected) {
   TempDir dir;
   auto store = MustOpen(dir.Sub("state.db"));

@@ -162,6 +162,31 @@ absl::StatusOr<ClaimState> ParseClaimState(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown claim state \"", name, "\""));
 }
 
+absl::string_view StagingStateName(StagingState state) {
+  switch (state) {
+    case StagingState::kStaging:
+      return "staging";
+    case StagingState::kStaged:
+      return "staged";
+    case StagingState::kUnstaging:
+      return "unstaging";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<StagingState> ParseStagingState(absl::string_view name) {
+  for (StagingState state :
+       {StagingState::kStaging, StagingState::kStaged, StagingState::kUnstaging}) {
+    if (name == StagingStateName(state)) return state;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown staging state \"", name, "\""));
+}
+
+bool StagingRecord::operator==(const StagingRecord& o) const {
+  return std::tie(plugin, path, namespace_, volume_id, remote_id, usage, state) ==
+         std::tie(o.plugin, o.path, o.namespace_, o.volume_id, o.remote_id, o.usage, o.state);
+}
+
 bool Claim::operator==(const Claim& o) const {
   return std::tie(plugin, namespace_, volume_id, remote_id, alloc_id, usage, mount, state,
                   created_at) == std::tie(o.plugin, o.namespace_, o.volume_id, o.remote_id,

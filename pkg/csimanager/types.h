@@ -121,6 +121,30 @@ enum class ClaimState {
 absl::string_view ClaimStateName(ClaimState state);  // "mounting", "mounted", "unpublished"
 absl::StatusOr<ClaimState> ParseClaimState(absl::string_view name);
 
+// A volume staged on this node through one plugin (NodeStageVolume), as the
+// plugin manager recorded it: the truth about staging, whatever the plugin
+// leaves at the staging path (a plugin may stage without mounting there).
+enum class StagingState {
+  kStaging,    // NodeStageVolume called, success not yet recorded: may be held
+  kStaged,     // NodeStageVolume succeeded
+  kUnstaging,  // NodeUnstageVolume called and not yet known to have finished: may be held
+};
+
+absl::string_view StagingStateName(StagingState state);  // "staging", "staged", "unstaging"
+absl::StatusOr<StagingState> ParseStagingState(absl::string_view name);
+
+struct StagingRecord {
+  std::string plugin;
+  std::string path;  // the staging path; unique per plugin
+  std::string namespace_;
+  std::string volume_id;
+  std::string remote_id;
+  std::string usage;  // UsageName()
+  StagingState state = StagingState::kStaging;
+
+  bool operator==(const StagingRecord& other) const;
+};
+
 // One allocation's use of one volume through one node plugin.
 struct Claim {
   std::string plugin;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -166,24 +167,40 @@ absl::StatusOr<RestoreReport> VolumeManager::Restore() {
     }
     if (claim.mount.staged && claim.state != ClaimState::kUnpublished) {
       ++report.usage_counts[claim.mount.source];
-      if (claim.state == ClaimState::kMounted) {
-        absl::StatusOr<bool> staging_mounted = mounts_->IsMountPoint(claim.mount.source);
-        if (staging_mounted.ok() && !*staging_mounted) {
-          report.problems.push_back(
-              absl::StrCat(what, ": staging path ", claim.mount.source, " is not mounted"));
-        }
-      }
     }
     mine.emplace(*key, std::move(claim));
+  }
+  absl::StatusOr<std::vector<StagingRecord>> stored_stagings = store_->ListStagings();
+  if (!stored_stagings.ok()) return stored_stagings.status();
+  std::map<std::string, StagingRecord> stagings;
+  std::set<std::string> claimed_stagings;
+  for (const auto& [key, claim] : mine) {
+    if (claim.mount.staged) claimed_stagings.insert(claim.mount.source);
+  }
+  for (StagingRecord& record : *stored_stagings) {
+    if (record.plugin != plugin_) continue;
+    ++report.stagings;
+    // A stage some claim records is reported with that claim.
+    if (claimed_stagings.count(record.path) == 0) {
+      if (record.state != StagingState::kStaged) ++report.interrupted;
+      report.problems.push_back(
+          absl::StrCat("volume ", record.namespace_, "/", record.volume_id, " is ",
+                       StagingStateName(record.state), " at ", record.path,
+                       " without a claim; the next unmount of the volume unstages it"));
+    }
+    std::string path = record.path;
+    stagings.emplace(std::move(path), std::move(record));
   }
   {
     absl::MutexLock lock(&mu_);
     claims_ = std::move(mine);
+    stagings_ = std::move(stagings);
     restore_report_ = report;
   }
   LOG(INFO) << "plugin " << plugin_ << ": restored " << report.claims << " claims ("
             << report.mounted << " mounted, " << report.interrupted << " interrupted, "
-            << report.usage_counts.size() << " staging paths in use)";
+            << report.stagings << " staged volumes, " << report.usage_counts.size()
+            << " staging paths in use)";
   for (const std::string& problem : report.problems) {
     LOG(WARNING) << "plugin " << plugin_ << ": " << problem;
   }
@@ -267,6 +284,48 @@ absl::Status VolumeManager::DropClaims(const std::vector<ClaimKey>& keys) {
   return absl::OkStatus();
 }
 
+std::optional<StagingRecord> VolumeManager::FindStaging(const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  auto it = stagings_.find(path);
+  if (it == stagings_.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::Status VolumeManager::SaveStaging(const StagingRecord& record) {
+  absl::Status stored = store_->PutStaging(record);
+  if (!stored.ok()) return stored;
+  absl::MutexLock lock(&mu_);
+  stagings_[record.path] = record;
+  return absl::OkStatus();
+}
+
+absl::Status VolumeManager::DropClaimsAndStaging(const std::vector<ClaimKey>& keys,
+                                                 const std::string& staging) {
+  if (keys.empty() && staging.empty()) return absl::OkStatus();
+  absl::Status stored = store_->DeleteClaimsAndStaging(keys, plugin_, staging);
+  if (!stored.ok()) return stored;
+  absl::MutexLock lock(&mu_);
+  for (const ClaimKey& key : keys) claims_.erase(key);
+  if (!staging.empty()) stagings_.erase(staging);
+  return absl::OkStatus();
+}
+
+absl::Status VolumeManager::Unstage(StagingRecord record) {
+  record.state = StagingState::kUnstaging;
+  absl::Status saved = SaveStaging(record);
+  if (!saved.ok()) return saved;
+  absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
+  if (!instance.ok()) return instance.status();
+  absl::StatusOr<CsiClient*> client = (*instance)->Client();
+  if (!client.ok()) return client.status();
+  csi::v1::NodeUnstageVolumeRequest request;
+  request.set_volume_id(record.remote_id);
+  request.set_staging_target_path(record.path);
+  return IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
+    return (*client)->NodeUnstageVolume(request, o);
+  }));
+}
+
 void VolumeManager::RemoveDirs(const std::string& path, const std::string& stop_at) {
   for (std::string dir = path; dir.size() > stop_at.size() && absl::StartsWith(dir, stop_at + "/");
        dir = Dirname(dir)) {
@@ -278,7 +337,8 @@ void VolumeManager::RemoveDirs(const std::string& path, const std::string& stop_
   }
 }
 
-absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKey& key) {
+absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKey& key,
+                                               StageOutcome stage) {
   absl::StatusOr<bool> target_mounted = mounts_->IsMountPoint(claim.mount.target);
   if (!target_mounted.ok() || *target_mounted) {
     return absl::FailedPreconditionError(
@@ -286,32 +346,27 @@ absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKe
                      " may be mounted; the claim is kept until the volume is unmounted"));
   }
   RemoveDirs(claim.mount.target, options_.root + "/per-alloc");
-  if (claim.mount.staged && OtherUsers(claim.mount.source, key) == 0) {
-    absl::StatusOr<bool> staging_mounted = mounts_->IsMountPoint(claim.mount.source);
-    if (!staging_mounted.ok() || *staging_mounted) {
-      absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
-      absl::Status unstaged = instance.status();
-      if (instance.ok()) {
-        absl::StatusOr<CsiClient*> client = (*instance)->Client();
-        unstaged = client.status();
-        if (client.ok()) {
-          csi::v1::NodeUnstageVolumeRequest request;
-          request.set_volume_id(claim.remote_id);
-          request.set_staging_target_path(claim.mount.source);
-          unstaged = IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
-            return (*client)->NodeUnstageVolume(request, o);
-          }));
-        }
-      }
+  std::string drop_staging;
+  std::optional<StagingRecord> record =
+      claim.mount.staged ? FindStaging(claim.mount.source) : std::nullopt;
+  if (record.has_value() && OtherUsers(claim.mount.source, key) == 0) {
+    if (stage == StageOutcome::kStaged || stage == StageOutcome::kMaybeStaged) {
+      // Undo the stage this call made (or may have made).
+      absl::Status unstaged = Unstage(*record);
       if (!unstaged.ok()) {
         return absl::Status(unstaged.code(),
                             absl::StrCat("undoing the stage failed too (", unstaged.message(),
                                          "); the claim is kept until the volume is unmounted"));
       }
+      drop_staging = record->path;
+      RemoveDirs(claim.mount.source, options_.root + "/staging");
+    } else if (stage == StageOutcome::kFailedNew) {
+      // The plugin refused a stage this call started: nothing to undo there.
+      drop_staging = record->path;
+      RemoveDirs(claim.mount.source, options_.root + "/staging");
     }
-    RemoveDirs(claim.mount.source, options_.root + "/staging");
   }
-  return DropClaims({key});
+  return DropClaimsAndStaging({key}, drop_staging);
 }
 
 absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request) {
@@ -371,24 +426,47 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
 
   csi::v1::VolumeCapability capability = ToCapability(request.usage);
   absl::Status result;
+  // Staged or not is what the book says, whatever the plugin left at the
+  // staging path: stage unless a finished stage is recorded.
+  StageOutcome stage_outcome = StageOutcome::kNotCalled;
   if (staged) {
     result = mounts_->MkdirAll(*staging, options_.dir_mode);
-    absl::StatusOr<bool> mounted = false;
-    if (result.ok()) {
-      mounted = mounts_->IsMountPoint(*staging);
-      result = mounted.status();
-    }
-    if (result.ok() && !*mounted) {
-      csi::v1::NodeStageVolumeRequest stage;
-      stage.set_volume_id(request.remote_id);
-      *stage.mutable_publish_context() = ToProtoMap(request.publish_context);
-      stage.set_staging_target_path(*staging);
-      *stage.mutable_volume_capability() = capability;
-      *stage.mutable_secrets() = ToProtoMap(request.secrets);
-      *stage.mutable_volume_context() = ToProtoMap(request.volume_context);
-      result = WithRetries("NodeStageVolume", [&](const CallOptions& o) {
-        return (*client)->NodeStageVolume(stage, o);
-      });
+    std::optional<StagingRecord> record = FindStaging(*staging);
+    if (result.ok() && (!record.has_value() || record->state != StagingState::kStaged)) {
+      bool new_record = !record.has_value();
+      StagingRecord staging_record = record.value_or(StagingRecord());
+      staging_record.plugin = plugin_;
+      staging_record.path = *staging;
+      staging_record.namespace_ = request.namespace_;
+      staging_record.volume_id = request.volume_id;
+      staging_record.remote_id = request.remote_id;
+      staging_record.usage = *usage;
+      staging_record.state = StagingState::kStaging;
+      result = SaveStaging(staging_record);
+      if (result.ok()) {
+        csi::v1::NodeStageVolumeRequest stage;
+        stage.set_volume_id(request.remote_id);
+        *stage.mutable_publish_context() = ToProtoMap(request.publish_context);
+        stage.set_staging_target_path(*staging);
+        *stage.mutable_volume_capability() = capability;
+        *stage.mutable_secrets() = ToProtoMap(request.secrets);
+        *stage.mutable_volume_context() = ToProtoMap(request.volume_context);
+        result = WithRetries("NodeStageVolume", [&](const CallOptions& o) {
+          return (*client)->NodeStageVolume(stage, o);
+        });
+        if (result.ok()) {
+          stage_outcome = StageOutcome::kStaged;
+          staging_record.state = StagingState::kStaged;
+          result = SaveStaging(staging_record);
+        } else if (result.code() == absl::StatusCode::kDeadlineExceeded ||
+                   result.code() == absl::StatusCode::kCancelled ||
+                   result.code() == absl::StatusCode::kUnknown || !new_record) {
+          // The plugin may hold it (or held it before this call).
+          stage_outcome = new_record ? StageOutcome::kMaybeStaged : StageOutcome::kFailedOld;
+        } else {
+          stage_outcome = StageOutcome::kFailedNew;
+        }
+      }
     }
   }
   if (result.ok()) result = mounts_->MkdirAll(Dirname(*target), options_.dir_mode);
@@ -411,7 +489,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
     }
   }
   if (!result.ok()) {
-    absl::Status cleanup = CleanUpFailedMount(claim, key);
+    absl::Status cleanup = CleanUpFailedMount(claim, key, stage_outcome);
     std::string message = absl::StrCat("mounting ", what, ": ", result.message());
     if (!cleanup.ok()) absl::StrAppend(&message, "; ", cleanup.message());
     LOG(WARNING) << message;
@@ -502,28 +580,33 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
     }
   }
 
-  // Unstage when this was the last user.
-  if (existing) {
-    if (OtherUsers(staging, key) > 0) {
-      absl::Status dropped = DropClaims({key});
-      if (!dropped.ok()) return dropped;
-      LOG(INFO) << "unmounted " << what << "; " << staging << " stays staged for other users";
+  // Unstage when this was the last user of a stage the book records (or of
+  // a stray mount at the staging path that no claim explains).
+  if (existing && OtherUsers(staging, key) > 0) {
+    absl::Status dropped = DropClaims({key});
+    if (!dropped.ok()) return dropped;
+    LOG(INFO) << "unmounted " << what << "; " << staging << " stays staged for other users";
+    return UnmountResult{};
+  }
+  if (!existing && OtherUsers(staging, key) > 0) return UnmountResult{};
+  std::optional<StagingRecord> record = FindStaging(staging);
+  if (!record.has_value()) {
+    absl::StatusOr<bool> stray = mounts_->IsMountPoint(staging);
+    if (!stray.ok()) return stray.status();
+    if (!*stray || remote_id.empty()) {
+      // Nothing staged: the claim (if any) goes.
+      if (existing) {
+        absl::Status dropped = DropClaims({key});
+        if (!dropped.ok()) return dropped;
+        RemoveDirs(staging, options_.root + "/staging");
+        LOG(INFO) << "unmounted " << what << " (no stage was recorded)";
+      }
       return UnmountResult{};
     }
-  } else {
-    // No claim: clean up a staging mount nobody claims.
-    absl::StatusOr<bool> staged = mounts_->IsMountPoint(staging);
-    if (!staged.ok()) return staged.status();
-    if (!*staged || OtherUsers(staging, key) > 0 || remote_id.empty()) return UnmountResult{};
+    record = StagingRecord{plugin_,   staging, request.namespace_,   request.volume_id,
+                           remote_id, *usage,  StagingState::kStaged};
   }
-  absl::StatusOr<CsiClient*> c = client();
-  if (!c.ok()) return Annotate(c.status(), absl::StrCat("unstaging ", what));
-  csi::v1::NodeUnstageVolumeRequest unstage;
-  unstage.set_volume_id(remote_id);
-  unstage.set_staging_target_path(staging);
-  absl::Status result = IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
-    return (*c)->NodeUnstageVolume(unstage, o);
-  }));
+  absl::Status result = Unstage(*record);
   if (!result.ok()) return Annotate(result, absl::StrCat("unstaging ", what));
   absl::StatusOr<bool> still = mounts_->IsMountPoint(staging);
   if (!still.ok()) return still.status();
@@ -542,7 +625,7 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
       }
     }
   }
-  absl::Status dropped = DropClaims(done);
+  absl::Status dropped = DropClaimsAndStaging(done, staging);
   if (!dropped.ok()) return dropped;
   LOG(INFO) << "unmounted " << what << " and unstaged " << staging;
   return UnmountResult{true};
@@ -550,6 +633,14 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
 
 absl::StatusOr<bool> VolumeManager::HasMount(const MountInfo& mount) {
   if (mount.target.empty()) return absl::InvalidArgumentError("mount has no target path");
+  // Only the manager's own targets: <root>/per-alloc/<alloc>/<volume>/<usage>.
+  const std::string prefix = options_.root + "/per-alloc/";
+  if (!absl::StartsWith(mount.target, prefix) || absl::StrContains(mount.target, "/../") ||
+      absl::EndsWith(mount.target, "/..") || absl::StrContains(mount.target, "/./") ||
+      absl::StrContains(mount.target, "//")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target ", mount.target, " is not a path of this plugin manager (under ", prefix, ")"));
+  }
   return mounts_->IsMountPoint(mount.target);
 }
 

@@ -7,21 +7,29 @@
 // where usage is UsageName() (e.g. "rw-file-system-multi-node-multi-writer")
 // and ids are escaped into single segments (path_segment.h).
 //
-// MountVolume stages only when the plugin advertises STAGE_UNSTAGE_VOLUME
-// (an already mounted staging path is reused), then publishes (an already
-// mounted target is reused). UnmountVolume unpublishes, and unstages when the
-// last claim on the staging path leaves. The usage counts behind that
-// decision are the claims themselves, so they survive restarts: Restore()
-// rebuilds them from the store (Nomad keeps them only in memory and can
-// unstage a volume still in use after a restart; this must not happen here).
+// MountVolume stages only when the plugin advertises STAGE_UNSTAGE_VOLUME and
+// the book (the staging records in the store) has no finished stage of that
+// staging path, whatever the plugin left on disk there; then it publishes
+// (an already mounted target is reused). UnmountVolume unpublishes, and
+// unstages when the last claim on the staging path leaves: once per stage.
+// The usage counts behind that decision are the claims themselves, so they
+// survive restarts: Restore() rebuilds them and the staging records from the
+// store (Nomad keeps them only in memory and can unstage a volume still in use
+// after a restart; this must not happen here). A staging record is written
+// ("staging") before NodeStageVolume, ("staged") after it succeeds, and
+// ("unstaging") before NodeUnstageVolume; it goes with the last claim once
+// the unstage succeeded.
 //
 // Each claim is written to the state store, and synced, before the plugin is
 // called ("mounting") and again before success is returned ("mounted"); a
 // staged claim whose target is gone but whose unstage has not finished stays
 // as "unpublished". A crash at any point therefore leaves a record of all
-// that may be mounted. When a mount fails, what it staged is undone when no
-// one else uses it, and the claim is dropped unless something it would own
-// is still mounted.
+// that may be mounted or staged. When a mount fails, what it did is undone in
+// reverse order: the stage it made (or may have made) is unstaged when no one
+// else uses it, and the claim is dropped unless something it would own may
+// still be held; a failed undo keeps the claim and the staging record.
+//
+// HasMount answers only for targets under <root>/per-alloc.
 //
 // Operations on one volume (namespace + volume id) are queued and run one at
 // a time, in arrival order; different volumes run in parallel. Plugin calls
@@ -39,6 +47,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,7 +111,9 @@ struct UnmountResult {
 struct RestoreReport {
   int claims = 0;
   int mounted = 0;      // claims in state "mounted" whose target is a mount point
-  int interrupted = 0;  // claims left "mounting" or "unpublished" by a crash
+  int interrupted = 0;  // claims left "mounting" or "unpublished", stagings left
+                        // "staging" or "unstaging" by a crash
+  int stagings = 0;     // staging records of this plugin
   // Users of each staging path, rebuilt from the claims.
   std::map<std::string, int> usage_counts;
   // One line per claim that needs attention; such claims are kept.
@@ -172,9 +183,25 @@ class VolumeManager {
   absl::Status DropClaims(const std::vector<ClaimKey>& keys);
   // Removes `path` and its empty parents up to (not including) `stop_at`.
   void RemoveDirs(const std::string& path, const std::string& stop_at);
-  // Undoes what a failed mount left and drops its claim; an error says what
-  // could not be undone (the claim is then kept).
-  absl::Status CleanUpFailedMount(const Claim& claim, const ClaimKey& key);
+  // What a mount did with NodeStageVolume.
+  enum class StageOutcome {
+    kNotCalled,    // no staging, or a finished stage was recorded already
+    kStaged,       // this call staged
+    kMaybeStaged,  // this call's stage ended without a clear answer (deadline, cancel)
+    kFailedNew,    // the plugin refused a stage this call started
+    kFailedOld,    // the plugin refused to finish a stage recorded before (kept)
+  };
+  // Undoes what a failed mount did, in reverse order (the publish's
+  // directories, then the stage this call made when no one else uses it),
+  // and drops its claim; an error says what could not be undone (the claim
+  // is then kept, and the staging record too).
+  absl::Status CleanUpFailedMount(const Claim& claim, const ClaimKey& key, StageOutcome stage);
+  std::optional<StagingRecord> FindStaging(const std::string& path);
+  absl::Status SaveStaging(const StagingRecord& record);
+  // Drops `keys` and the staging record of `staging` (when not empty) together.
+  absl::Status DropClaimsAndStaging(const std::vector<ClaimKey>& keys, const std::string& staging);
+  // Records the unstage, then calls NodeUnstageVolume (NOT_FOUND is done).
+  absl::Status Unstage(StagingRecord record);
 
   const std::string plugin_;
   const VolumeManagerOptions options_;
@@ -187,6 +214,8 @@ class VolumeManager {
 
   absl::Mutex mu_;
   std::map<ClaimKey, Claim> claims_ ABSL_GUARDED_BY(mu_);
+  // What is staged through this plugin, by staging path.
+  std::map<std::string, StagingRecord> stagings_ ABSL_GUARDED_BY(mu_);
   RestoreReport restore_report_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -90,12 +90,13 @@ class VolumeManagerTest : public ::testing::Test {
 
   // Starts the fake plugin and an instance manager for it (not fingerprinted
   // yet: the volume manager fingerprints on first use).
-  void StartPlugin(bool stage_unstage) {
+  void StartPlugin(bool stage_unstage, bool stage_mounts = true) {
     instance_.reset();
     plugin_.reset();
     testing::FakePluginConfig config;
     config.name = kPlugin;
     config.stage_unstage = stage_unstage;
+    config.stage_mounts = stage_mounts;
     config.node_id = "node-7";
     plugin_ = testing::FakePlugin::Start({dir_.Sub("csi.sock")}, config, &mounts_);
     PluginRecord record;
@@ -128,6 +129,19 @@ class VolumeManagerTest : public ::testing::Test {
   }
 
   std::vector<Claim> StoredClaims() { return *store_->ListClaims(); }
+  std::vector<StagingRecord> StoredStagings() { return *store_->ListStagings(); }
+
+  // The volume calls the plugin received, in order ("NodeStageVolume <path>").
+  std::vector<std::string> VolumeCalls() {
+    std::vector<std::string> out;
+    for (const std::string& entry : plugin_->Log()) {
+      if (absl::StartsWith(entry, "NodeStage") || absl::StartsWith(entry, "NodeUnstage") ||
+          absl::StartsWith(entry, "NodePublish") || absl::StartsWith(entry, "NodeUnpublish")) {
+        out.push_back(entry);
+      }
+    }
+    return out;
+  }
 
   testing::TempDir dir_;
   FakeClock clock_;
@@ -257,6 +271,144 @@ TEST_F(VolumeManagerTest, StagesOnceAndUnstagesWhenTheLastUserLeaves) {
                    "NodeUnpublishVolume " + Target("a2"), "NodeUnstageVolume " + Staging()}));
 }
 
+// The book, not the staging path, says whether a volume is staged: a plugin
+// that stages without leaving a mount there gets one NodeStageVolume for
+// three allocations and one NodeUnstageVolume when the last one leaves.
+TEST_F(VolumeManagerTest, StagesOnceForAPluginThatLeavesNoMountAtTheStagingPath) {
+  StartPlugin(/*stage_unstage=*/true, /*stage_mounts=*/false);
+  auto manager = NewManager();
+  for (const char* alloc : {"a1", "a2", "a3"}) {
+    absl::StatusOr<MountInfo> mounted = manager->MountVolume(Mount(alloc));
+    ASSERT_TRUE(mounted.ok()) << alloc << ": " << mounted.status();
+  }
+  EXPECT_FALSE(mounts_.mounts().count(Staging()));
+  ASSERT_THAT(StoredStagings(), SizeIs(1));
+  EXPECT_EQ(StoredStagings()[0].state, StagingState::kStaged);
+  for (const char* alloc : {"a1", "a2", "a3"}) {
+    ASSERT_TRUE(manager->UnmountVolume(Unmount(alloc)).ok()) << alloc;
+  }
+  EXPECT_THAT(
+      VolumeCalls(),
+      ElementsAre("NodeStageVolume " + Staging(), "NodePublishVolume " + Target("a1"),
+                  "NodePublishVolume " + Target("a2"), "NodePublishVolume " + Target("a3"),
+                  "NodeUnpublishVolume " + Target("a1"), "NodeUnpublishVolume " + Target("a2"),
+                  "NodeUnpublishVolume " + Target("a3"), "NodeUnstageVolume " + Staging()));
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
+}
+
+// A publish that fails after a successful stage undoes the stage, so the next
+// mount of the volume starts clean and succeeds.
+TEST_F(VolumeManagerTest, FailedPublishAfterStageIsUndoneAndTheNextMountSucceeds) {
+  StartPlugin(/*stage_unstage=*/true, /*stage_mounts=*/false);
+  auto manager = NewManager();
+  plugin_->FailNext("NodePublishVolume", grpc::Status(grpc::StatusCode::INTERNAL, "no"));
+  EXPECT_EQ(manager->MountVolume(Mount("a1")).status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
+  absl::StatusOr<MountInfo> again = manager->MountVolume(Mount("a1"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(VolumeCalls(),
+              ElementsAre("NodeStageVolume " + Staging(), "NodePublishVolume " + Target("a1"),
+                          "NodeUnstageVolume " + Staging(), "NodeStageVolume " + Staging(),
+                          "NodePublishVolume " + Target("a1")));
+}
+
+// A stage the plugin refuses leaves nothing to undo: no unstage, no record.
+TEST_F(VolumeManagerTest, RefusedStageIsNotUndone) {
+  StartPlugin(/*stage_unstage=*/true, /*stage_mounts=*/false);
+  auto manager = NewManager();
+  plugin_->FailNext("NodeStageVolume", grpc::Status(grpc::StatusCode::INTERNAL, "refused"));
+  EXPECT_FALSE(manager->MountVolume(Mount("a1")).ok());
+  EXPECT_THAT(VolumeCalls(), ElementsAre("NodeStageVolume " + Staging()));
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
+}
+
+// An unstage that fails once keeps the claim and the staging record (marked
+// unstaging, also across a restart); the next unmount finishes it.
+TEST_F(VolumeManagerTest, UnstageThatFailsOnceIsFinishedAfterARestart) {
+  StartPlugin(/*stage_unstage=*/true, /*stage_mounts=*/false);
+  auto manager = NewManager();
+  ASSERT_TRUE(manager->MountVolume(Mount("a1")).ok());
+  plugin_->FailNext("NodeUnstageVolume", grpc::Status(grpc::StatusCode::INTERNAL, "stuck"));
+  EXPECT_EQ(manager->UnmountVolume(Unmount("a1")).status().code(), absl::StatusCode::kInternal);
+  ASSERT_THAT(StoredStagings(), SizeIs(1));
+  EXPECT_EQ(StoredStagings()[0].state, StagingState::kUnstaging);
+  ASSERT_THAT(StoredClaims(), SizeIs(1));
+
+  manager = Restart(std::move(manager));
+  EXPECT_EQ(last_report_.stagings, 1);
+  EXPECT_GE(last_report_.interrupted, 1);
+  absl::StatusOr<UnmountResult> again = manager->UnmountVolume(Unmount("a1"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->unstaged);
+  EXPECT_THAT(VolumeCalls(),
+              ElementsAre("NodeStageVolume " + Staging(), "NodePublishVolume " + Target("a1"),
+                          "NodeUnpublishVolume " + Target("a1"), "NodeUnstageVolume " + Staging(),
+                          "NodeUnstageVolume " + Staging()));
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
+}
+
+// A crash between stage and publish: the book says staged, so the next
+// mount only publishes; a crash before the stage was recorded as finished
+// makes the next mount stage again (NodeStageVolume is idempotent).
+TEST_F(VolumeManagerTest, RestartBetweenStageAndPublishFinishesTheMount) {
+  StartPlugin(/*stage_unstage=*/true, /*stage_mounts=*/false);
+  for (StagingState left : {StagingState::kStaged, StagingState::kStaging}) {
+    store_.reset();
+    OpenStore();
+    Claim claim;
+    claim.plugin = kPlugin;
+    claim.namespace_ = "default";
+    claim.volume_id = "vol-1";
+    claim.remote_id = "remote-vol-1";
+    claim.alloc_id = "a1";
+    claim.usage = Mount("a1").usage;
+    claim.mount = {Staging(), Target("a1"), true};
+    claim.state = ClaimState::kMounting;
+    ASSERT_TRUE(store_->PutClaim(claim).ok());
+    ASSERT_TRUE(store_
+                    ->PutStaging({kPlugin, Staging(), "default", "vol-1", "remote-vol-1",
+                                  std::string(kRwUsage), left})
+                    .ok());
+    StartPlugin(/*stage_unstage=*/true, /*stage_mounts=*/false);
+    auto manager = NewManager();
+    // The plugin kept the stage it finished before the crash.
+    if (left == StagingState::kStaged) plugin_->MarkStaged(Staging());
+    absl::StatusOr<MountInfo> mounted = manager->MountVolume(Mount("a1"));
+    ASSERT_TRUE(mounted.ok()) << mounted.status();
+    if (left == StagingState::kStaged) {
+      EXPECT_THAT(VolumeCalls(), ElementsAre("NodePublishVolume " + Target("a1")));
+    } else {
+      EXPECT_THAT(VolumeCalls(),
+                  ElementsAre("NodeStageVolume " + Staging(), "NodePublishVolume " + Target("a1")));
+    }
+    ASSERT_TRUE(manager->UnmountVolume(Unmount("a1")).ok());
+    EXPECT_THAT(StoredClaims(), IsEmpty());
+    EXPECT_THAT(StoredStagings(), IsEmpty());
+    manager.reset();
+  }
+}
+
+TEST_F(VolumeManagerTest, HasMountAnswersOnlyForItsOwnTargets) {
+  StartPlugin(false);
+  auto manager = NewManager();
+  for (const std::string& path :
+       {std::string("/proc"), std::string("/"), std::string(kRoot),
+        std::string("/var/lib/other/per-alloc/a/v/u"),
+        absl::StrCat(kRoot, "/per-alloc/../../../proc"), absl::StrCat(kRoot, "/staging/x")}) {
+    MountInfo foreign;
+    foreign.target = path;
+    EXPECT_EQ(manager->HasMount(foreign).status().code(), absl::StatusCode::kInvalidArgument)
+        << path;
+  }
+  absl::StatusOr<MountInfo> mounted = manager->MountVolume(Mount("a1"));
+  ASSERT_TRUE(mounted.ok()) << mounted.status();
+  EXPECT_TRUE(*manager->HasMount(*mounted));
+}
+
 TEST_F(VolumeManagerTest, UsagesOfOneVolumeStageSeparately) {
   StartPlugin(/*stage_unstage=*/true);
   auto manager = NewManager();
@@ -275,11 +427,12 @@ TEST_F(VolumeManagerTest, UsagesOfOneVolumeStageSeparately) {
 TEST_F(VolumeManagerTest, MountIsIdempotentAndReusesMountPoints) {
   StartPlugin(/*stage_unstage=*/true);
   auto manager = NewManager();
-  // Something (a previous life) already staged the volume.
+  // A mount at the staging path that the book does not explain proves
+  // nothing: the manager stages (NodeStageVolume is idempotent) and records it.
   mounts_.SetMounted(Staging(), true);
   absl::StatusOr<MountInfo> first = manager->MountVolume(Mount("a1"));
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(plugin_->Calls("NodeStageVolume"), 0);
+  EXPECT_EQ(plugin_->Calls("NodeStageVolume"), 1);
   absl::StatusOr<MountInfo> again = manager->MountVolume(Mount("a1"));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, *first);
@@ -289,6 +442,7 @@ TEST_F(VolumeManagerTest, MountIsIdempotentAndReusesMountPoints) {
   ASSERT_TRUE(manager->MountVolume(Mount("a1")).ok());
   EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 2);
   EXPECT_EQ(manager->UsageCount("default", "vol-1", kRwUsage), 1);
+  EXPECT_EQ(plugin_->Calls("NodeStageVolume"), 1);
 }
 
 TEST_F(VolumeManagerTest, SameClaimWithAnotherRemoteIdIsRefused) {
