@@ -210,6 +210,18 @@ TEST_F(ConformanceE2eTest, RepublishWithAnotherCapabilityIsAlreadyExists) {
   EXPECT_EQ(s.error_code(), grpc::ALREADY_EXISTS) << s.error_message();
   ASSERT_EQ(stat(target.c_str(), &st), 0);
   EXPECT_EQ(st.st_gid, 4321u);
+  // Another pod of the shared volume with another group: its own target, OK;
+  // it regroups the volume's root, which does not make the first pod's
+  // republish a conflict.
+  const std::string other = tmp_.Join("pods/r2");
+  group.set_target_path(other);
+  s = Publish(local_, group);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  group.set_target_path(target);
+  group.mutable_volume_capability()->mutable_mount()->set_volume_mount_group("4321");
+  s = Publish(local_, group);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(Unpublish(local_, other).ok());
   ASSERT_TRUE(Unpublish(local_, target).ok());
 }
 
@@ -414,6 +426,22 @@ TEST_F(ConformanceE2eTest, GoDriverCommandLineRunsTheMonolith) {
   ASSERT_TRUE(Unpublish(go, target).ok());
   EXPECT_THAT(ReadFile(tmp_.Join("go.log")),
               HasSubstr("accepted for the Go driver's command line"));
+  // The controller half in mock mode: ids only, and deletes always succeed.
+  csi::v1::CreateVolumeRequest create;
+  create.set_name("pvc-go");
+  *create.add_volume_capabilities() = Capability();
+  (*create.mutable_parameters())["mgs-ip-address"] = "10.0.0.4";
+  (*create.mutable_parameters())["fs-name"] = "lustrefs";
+  (*create.mutable_parameters())["sub-dir"] = "team/x";
+  csi::v1::CreateVolumeResponse created;
+  grpc::ClientContext create_ctx;
+  ASSERT_TRUE(go.controller->CreateVolume(&create_ctx, create, &created).ok());
+  csi::v1::DeleteVolumeRequest del;
+  del.set_volume_id(created.volume().volume_id());
+  csi::v1::DeleteVolumeResponse deleted;
+  grpc::ClientContext del_ctx;
+  grpc::Status deleted_status = go.controller->DeleteVolume(&del_ctx, del, &deleted);
+  EXPECT_TRUE(deleted_status.ok()) << deleted_status.error_message();
 
   // What this driver does not offer is refused, with exit code 2.
   Subprocess refused({BinaryPath(), "--nodeid=n", "--status-controller-only=true",

@@ -264,7 +264,10 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   std::unique_ptr<driver::ControllerLogic> controller_logic;
   std::unique_ptr<driver::ControllerService> controller;
   if (roles.controller) {
-    controller_logic = std::make_unique<driver::ControllerLogic>(backend);
+    // Mock mode has no file system to provision in: the controller then works
+    // as one without --mount-mode (ids only; create-sub-dir is refused).
+    controller_logic = std::make_unique<driver::ControllerLogic>(
+        backend != nullptr && backend->MakesMounts() ? backend : nullptr);
     controller = std::make_unique<driver::ControllerService>(controller_logic.get(), &metrics);
     services.push_back(controller.get());
   }

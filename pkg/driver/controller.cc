@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "pkg/driver/parameters.h"
@@ -18,8 +19,11 @@ constexpr size_t kMaxNameLength = 256;
 // What a CreateVolume asked, as recorded in a provisioned sub-dir's owner
 // marker: parameters (sorted) and the capacity range.
 std::string RequestFingerprint(const CreateVolumeArgs& args) {
+  // Keys are case-insensitive (ParseLustreParams): one spelling.
+  std::map<std::string, std::string> params;
+  for (const auto& [key, value] : args.parameters) params[absl::AsciiStrToLower(key)] = value;
   std::string text = absl::StrCat("required=", args.required_bytes, "\nlimit=", args.limit_bytes);
-  for (const auto& [key, value] : args.parameters) {
+  for (const auto& [key, value] : params) {
     absl::StrAppend(&text, "\n", key.size(), ":", key, "=", value.size(), ":", value);
   }
   return volume::Sha256Hex(text);
@@ -203,6 +207,10 @@ absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
     return absl::NotFoundError(
         absl::StrCat("volume ", volume_id, " does not exist: ", id.status().message()));
   }
+  if (absl::Status s = ValidateVolumeIdFields(*id); !s.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("volume ", volume_id, " is not a volume of this driver: ", s.message()));
+  }
   {
     absl::MutexLock l(&mu_);
     auto it = by_name_.find(id->name);
@@ -225,8 +233,10 @@ absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
   }
   std::optional<volume::DirOwner> owner;
   bool missing = false;
-  absl::Status reached = backend_->WithFileSystemRoot(
+  bool reached = false;
+  absl::Status result = backend_->WithFileSystemRoot(
       {id->mgs_address, id->fs_name, ""}, [&](const std::string& root) {
+        reached = true;
         absl::StatusOr<std::optional<volume::DirOwner>> read =
             volume::ReadDirOwner(root, id->sub_dir);
         if (read.status().code() == absl::StatusCode::kNotFound) {
@@ -237,9 +247,12 @@ absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
         owner = *read;
         return absl::OkStatus();
       });
-  if (!reached.ok()) {
-    LOG(WARNING) << "volume " << volume_id << ": cannot check its sub-dir " << id->sub_dir << " ("
-                 << reached << "); confirming from the id alone";
+  if (!result.ok() && reached) {
+    return volume::Annotate(result, absl::StrCat("checking the sub-dir of volume ", volume_id));
+  }
+  if (!result.ok()) {
+    LOG(WARNING) << "volume " << volume_id << ": cannot reach its file system to check sub-dir "
+                 << id->sub_dir << " (" << result << "); confirming from the id alone";
     return absl::OkStatus();
   }
   if (missing || !owner.has_value() || owner->volume != id->name) {

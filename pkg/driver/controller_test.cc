@@ -130,6 +130,11 @@ TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
   absl::StatusOr<CreatedVolume> again = restarted.Create(args);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->volume_id, first->volume_id);
+  // Keys are case-insensitive: another spelling is the same request.
+  CreateVolumeArgs spelled = args;
+  spelled.parameters.erase("fs-name");
+  spelled.parameters["FS-Name"] = "lustrefs";
+  EXPECT_TRUE(ControllerLogic(&backend).Create(spelled).ok());
   CreateVolumeArgs bigger = args;
   bigger.required_bytes = 20 * kGiB;
   EXPECT_EQ(ControllerLogic(&backend).Create(bigger).status().code(),
@@ -149,6 +154,11 @@ TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
   EXPECT_EQ(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id).ok());
+  // An id whose fields no context could hold is not a volume of ours.
+  EXPECT_EQ(ControllerLogic(&backend).CheckExists("pv#lustrefs#-oremount##f").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ControllerLogic(&backend).CheckExists("pv#lustrefs#10.0.0.4#../x#f").code(),
+            absl::StatusCode::kNotFound);
   std::filesystem::remove_all(root);
 }
 

@@ -120,15 +120,16 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
           absl::StrCat("target ", req.target_path, " already holds a different mount than ",
                        source.Spec(), " with options '", absl::StrJoin(*options, ","), "'"));
     }
-    // fsGroup, where one was applied: the group of the volume's root.
-    if (req.volume_mount_group.has_value() && !req.read_only) {
-      absl::StatusOr<volume::FileInfo> root = sys_->Stat(req.target_path);
-      if (!root.ok()) return volume::Annotate(root.status(), "inspecting the mount at target");
-      if (root->gid != *req.volume_mount_group) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("target ", req.target_path, " is already published with group ", root->gid,
-                         ", not volume_mount_group ", *req.volume_mount_group));
-      }
+    // volume_mount_group, as this process published the target (the root's
+    // group is shared by every publish of the volume, so it cannot tell).
+    std::optional<std::optional<uint32_t>> group = PublishedGroup(req.target_path);
+    if (group.has_value() && *group != req.volume_mount_group) {
+      auto name = [](const std::optional<uint32_t>& g) {
+        return g.has_value() ? absl::StrCat("group ", *g) : std::string("no group");
+      };
+      return absl::AlreadyExistsError(
+          absl::StrCat("target ", req.target_path, " is already published with ", name(*group),
+                       ", not volume_mount_group ", name(req.volume_mount_group)));
     }
     return absl::OkStatus();
   }
@@ -168,7 +169,18 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
     absl::Status removed = sys_->Rmdir(req.target_path);
     if (!removed.ok()) LOG(ERROR) << "removing target " << req.target_path << ": " << removed;
   }
+  if (status.ok()) {
+    absl::MutexLock lock(&groups_mu_);
+    published_groups_[req.target_path] = req.volume_mount_group;
+  }
   return status;
+}
+
+std::optional<std::optional<uint32_t>> NodeLogic::PublishedGroup(const std::string& target) {
+  absl::MutexLock lock(&groups_mu_);
+  auto it = published_groups_.find(target);
+  if (it == published_groups_.end()) return std::nullopt;
+  return it->second;
 }
 
 absl::Status NodeLogic::MountWithSlot(const LustreSource& source, const std::string& target,
@@ -195,6 +207,10 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
   ScopedVolumeLock lock(&target_locks_, target_path);
   if (!lock.ok()) return Aborted(target_path);
   absl::Status status = volume::CleanupMountPoint(*sys_, target_path);
+  if (status.ok()) {
+    absl::MutexLock groups(&groups_mu_);
+    published_groups_.erase(target_path);
+  }
   if (status.ok()) {
     LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
   } else {

@@ -66,10 +66,11 @@ class NodeLogic {
             ReadinessMonitor* readiness = nullptr);
 
   // Mounts the volume described by `req.volume_context` on `req.target_path`
-  // (created when missing). Already mounted there with the same source, the
-  // same per-mount flags (read-only, nosuid, noatime, ...) and, when an
-  // fsGroup is asked for, with the root in that group: OK. Anything else
-  // mounted there: ALREADY_EXISTS, and the mount is left as it is. A
+  // (created when missing). Already mounted there with the same source and
+  // the same per-mount flags (read-only, nosuid, noatime, ...), and, when this
+  // process published the target, with the same volume_mount_group: OK.
+  // Anything else mounted there: ALREADY_EXISTS, and the mount is left as it
+  // is. (After a restart the group of an earlier publish is not known.) A
   // corrupted mount there is unmounted and mounted again. A node that cannot
   // mount (readiness) fails with FAILED_PRECONDITION before trying. A sub-dir
   // is mounted directly; only when it does not exist is it created first
@@ -102,6 +103,10 @@ class NodeLogic {
   MountBackend* const backend_;
   ReadinessMonitor* const readiness_;
   VolumeLocks target_locks_;
+  // The volume_mount_group each target was published with, by this process.
+  std::optional<std::optional<uint32_t>> PublishedGroup(const std::string& target);
+  absl::Mutex groups_mu_;
+  std::map<std::string, std::optional<uint32_t>> published_groups_ ABSL_GUARDED_BY(groups_mu_);
   absl::Mutex slots_mu_;
   int slots_in_use_ ABSL_GUARDED_BY(slots_mu_) = 0;
 };

@@ -242,17 +242,20 @@ absl::StatusOr<LustreParams> VolumeParams(absl::string_view volume_id,
   if (!params.ok()) return params.status();
   absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
   if (!id.ok()) return params;  // an opaque handle: the context alone
-  auto in_id = [&](const absl::Status& s) {
+  if (absl::Status s = ValidateVolumeIdFields(*id); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("volume id '", absl::CHexEscape(volume_id), "': ", s.message()));
-  };
-  if (absl::Status s = ValidateMgsAddress(id->mgs_address); !s.ok()) return in_id(s);
-  if (absl::Status s = ValidateFsName(id->fs_name); !s.ok()) return in_id(s);
-  if (absl::Status s = RefuseOptionLike(kParamFsName, id->fs_name); !s.ok()) return in_id(s);
-  if (absl::Status s = RefuseOptionLike(kParamSubDir, id->sub_dir); !s.ok()) return in_id(s);
-  if (absl::Status s = CheckSubDirShape(id->sub_dir); !s.ok()) return in_id(s);
+  }
   if (!params->sub_dir_given) params->sub_dir = id->sub_dir;
   return params;
+}
+
+absl::Status ValidateVolumeIdFields(const VolumeId& id) {
+  if (absl::Status s = ValidateMgsAddress(id.mgs_address); !s.ok()) return s;
+  if (absl::Status s = ValidateFsName(id.fs_name); !s.ok()) return s;
+  if (absl::Status s = RefuseOptionLike(kParamFsName, id.fs_name); !s.ok()) return s;
+  if (absl::Status s = RefuseOptionLike(kParamSubDir, id.sub_dir); !s.ok()) return s;
+  return CheckSubDirShape(id.sub_dir);
 }
 
 std::string MountSource(absl::string_view mgs_address, absl::string_view fs_name,

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pkg/driver/volume_id.h"
 
 namespace lustre_csi::driver {
 
@@ -64,6 +65,11 @@ struct LustreParams {
 // a sub-dir cannot start with '-' either. The one validation for every mount
 // mode: nothing here depends on how the volume will be mounted.
 absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::string>& params);
+
+// Each field of an id of this driver's format, validated like the context
+// value of the same name (MGS address, fs-name, sub-dir shape, no leading
+// '-'); INVALID_ARGUMENT naming the field.
+absl::Status ValidateVolumeIdFields(const VolumeId& id);
 
 // The parameters of a volume where it is published: `context` is
 // authoritative (ParseLustreParams). When `volume_id` parses as an id of this

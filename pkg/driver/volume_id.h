@@ -5,8 +5,10 @@
 // split on '#', with 3 to 6 fields. The 5th field says whether the file
 // system itself was created by dynamic provisioning; this driver never does
 // that and writes "f". Static PersistentVolumes may use any unique string as
-// their handle, so the node never relies on the id: the volume context is
-// authoritative there. Pure functions, thread-safe.
+// their handle, so at the node the volume context is authoritative; an id
+// that parses in this format is still validated field by field, and its
+// sub-dir is mounted when the context has none (VolumeParams in
+// parameters.h). Pure functions, thread-safe.
 #ifndef LUSTRE_CSI_PKG_DRIVER_VOLUME_ID_H_
 #define LUSTRE_CSI_PKG_DRIVER_VOLUME_ID_H_
 

@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "pkg/server/endpoint.h"
 
 namespace lustre_csi::server {
@@ -132,10 +135,19 @@ void UnixGrpcServer::Shutdown(absl::Duration grace) {
   // every connection once none is left, and let gRPC finish its shutdown.
   // Calls still running at the deadline are cancelled.
   absl::Time deadline = absl::Now() + grace;
+  // An unregistered pluck queue, as grpc::Server's own Shutdown uses for the
+  // same call.
   grpc_completion_queue* cq = grpc_completion_queue_create_for_pluck(nullptr);
   int tag = 0;
   grpc_server_shutdown_and_notify(server_->c_server(), cq, &tag);
-  if (!calls_->AwaitIdle(deadline)) {
+  // A call gRPC admitted just before the shutdown may not have reached a
+  // handler (and the count) yet: idle must hold for a moment.
+  bool idle = false;
+  while (!idle && calls_->AwaitIdle(deadline)) {
+    absl::SleepFor(std::min(absl::Milliseconds(50), deadline - absl::Now()));
+    idle = calls_->Active() == 0;
+  }
+  if (!idle) {
     LOG(WARNING) << calls_->Active() << " call(s) on unix://" << socket_path_
                  << " still running after the grace period of " << absl::FormatDuration(grace)
                  << "; cancelling them";
