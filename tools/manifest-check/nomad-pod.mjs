@@ -58,15 +58,19 @@ const env = {
   NOMAD_TASK_DIR: "/local",
   NOMAD_SECRETS_DIR: "/secrets",
   CSI_ENDPOINT: `unix://${mountDir}/csi.sock`,
-  ...(task.env?.[0] ?? {}),
 };
 const runtime = { "node.unique.name": nodeName };
+const has = (table, name) => Object.prototype.hasOwnProperty.call(table, name);
 const fill = (s) =>
   s.replace(/\$\{([^}]+)\}/g, (m, name) => {
-    if (name in runtime) return runtime[name];
-    if (name in env) return env[name];
-    die(`cannot fill ${m}: only ${Object.keys(runtime).join(", ")} and NOMAD_* are known here`);
+    if (has(runtime, name)) return runtime[name];
+    if (has(env, name)) return env[name];
+    die(`cannot fill ${m}: known here are ${[...Object.keys(runtime), ...Object.keys(env)].join(", ")}`);
   });
+for (const [name, value] of Object.entries(task.env?.[0] ?? {})) env[name] = fill(String(value));
+for (const key of ["entrypoint", "command"]) {
+  if (config[key] !== undefined) die(`the docker ${key} is not modelled here; the image's entrypoint runs`);
+}
 
 const volumes = [];
 const volumeMounts = [];
