@@ -117,8 +117,10 @@ node --mount-helper=/sbin/mount.lustre :: flag(obj("DaemonSet", "lustre-csi-node
 node has no --mount-command (removed) :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "mount-command") === undefined
 node mounts no host /sbin :: !(obj("DaemonSet", "lustre-csi-node").spec.template.spec.volumes.some(v => /^\/s?bin/.test(v.hostPath?.path ?? "") || v.name === "host-sbin"))
 node kubelet dir Bidirectional at the same path :: sameOnBothSides(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "/var/lib/kubelet")
-node working dir under /var/lib/kubelet/plugins/$name :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "working-mount-dir") === "/var/lib/kubelet/plugins/$name/work"
+node working dir /var/lib/kubelet/lustre-csi/$name :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "working-mount-dir") === "/var/lib/kubelet/lustre-csi/$name"
+node working dir outside the socket dir volume :: !flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "working-mount-dir").startsWith(volume(obj("DaemonSet", "lustre-csi-node"), "socket-dir").hostPath.path + "/")
 node working dir seen at the same path by host and container :: sameOnBothSides(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "working-mount-dir"))
+node sets --lustre-client explicitly (shared) :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "lustre-client") === "shared"
 node socket dir is the host's /var/lib/kubelet/plugins/$name :: volume(obj("DaemonSet", "lustre-csi-node"), "socket-dir").hostPath.path === "/var/lib/kubelet/plugins/$name" && container(obj("DaemonSet", "lustre-csi-node"), "lustre-csi").volumeMounts.some(m => m.name === "socket-dir" && m.mountPath === "/csi")
 node serves /csi/csi.sock :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "endpoint") === "unix:///csi/csi.sock"
 node tells the kubelet the host path of that socket :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "kubelet-registration-path") === "/var/lib/kubelet/plugins/$name/csi.sock"
@@ -324,6 +326,7 @@ nomad_facts deploy/nomad/lustre-csi-node.nomad.hcl node || fail "node job"
 q deploy/nomad/lustre-csi-node.nomad.hcl <<'EOF' || fail "node job"
 system job :: Object.values(job)[0][0].type === "system"
 --nodeid from the client's name :: hclFlag("nodeid") === "${node.unique.name}"
+--lustre-client=shared, set explicitly :: hclFlag("lustre-client") === "shared"
 EOF
 ok "node job"
 nomad_facts deploy/nomad/lustre-csi-controller.nomad.hcl controller || fail "controller job"

@@ -40,8 +40,8 @@ class MountFaultTest : public testing::Test {
     node_ = std::make_unique<Subprocess>(
         std::vector<std::string>{BinaryPath(), "node", "--nodeid=n1", "--mount-mode=lustre",
                                  "--mount-helper=" + tmp_.Join("mount"),
-                                 "--mount-namespace=current", "--mount-timeout-seconds=1",
-                                 "--endpoint=unix://" + socket_},
+                                 "--mount-namespace=current", "--lustre-client=per-volume",
+                                 "--mount-timeout-seconds=1", "--endpoint=unix://" + socket_},
         tmp_.Join("node.log"));
     ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(10)).ok()) << ReadFile(tmp_.Join("node.log"));
     stub_ = csi::v1::Node::NewStub(UnixChannel(socket_));

@@ -32,6 +32,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 constexpr char kImage[] = "/images/lustre-csi";
 constexpr char kStandIn[] = "/opt/standin/mount.lustre";
@@ -122,6 +123,10 @@ class PodTest : public testing::Test {
     identity_ = csi::v1::Identity::NewStub(UnixChannel(socket));
   }
 
+  // Where the shipped node manifest puts its working dir, and in it the
+  // shared Lustre clients.
+  static std::string WorkDir() { return absl::StrCat("/var/lib/kubelet/lustre-csi/", kDriver); }
+  static std::string ClientsDir() { return WorkDir() + "/clients"; }
   static std::string NodeSocket() {
     return absl::StrCat("/var/lib/kubelet/plugins/", kDriver, "/csi.sock");
   }
@@ -144,15 +149,20 @@ class PodTest : public testing::Test {
     return PublishAt(Target(pod), sub_dir);
   }
 
-  grpc::Status PublishAt(const std::string& target, const std::string& sub_dir) {
+  grpc::Status PublishAt(const std::string& target, const std::string& sub_dir,
+                         const std::string& fs = "lustrefs",
+                         const std::vector<std::string>& flags = {}) {
     csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id("pv1#lustrefs#10.0.0.4#" + sub_dir + "#f");
+    req.set_volume_id("pv1#" + fs + "#10.0.0.4#" + sub_dir + "#f");
     req.set_target_path(target);
+    for (const std::string& f : flags) {
+      req.mutable_volume_capability()->mutable_mount()->add_mount_flags(f);
+    }
     req.mutable_volume_capability()->mutable_mount();
     req.mutable_volume_capability()->mutable_access_mode()->set_mode(
         csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
     (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
-    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
+    (*req.mutable_volume_context())["fs-name"] = fs;
     (*req.mutable_volume_context())["sub-dir"] = sub_dir;
     grpc::ClientContext ctx;
     csi::v1::NodePublishVolumeResponse res;
@@ -193,15 +203,14 @@ TEST_F(PodTest, ManifestRunsTheNodeAgainstTheHostsClient) {
   EXPECT_TRUE(Ready()) << container_->Log();
   EXPECT_THAT(HttpGet(29635, "/readyz"), HasSubstr("200 OK"));
 
-  // A sub-dir that does not exist yet: tried, created through a root mount
-  // under the working dir, mounted.
+  // The manifest shares one Lustre client per file system: the first publish
+  // mounts the file system's root under the working dir once; the sub-dir,
+  // missing yet, is made through it and bound at the target.
   grpc::Status s = Publish("p1", "team-a");
   ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
   std::vector<std::string> calls = MountCalls();
-  ASSERT_EQ(calls.size(), 3u) << absl::StrJoin(calls, "\n");
-  EXPECT_THAT(calls[0], HasSubstr("10.0.0.4@tcp:/lustrefs/team-a " + Target("p1")));
-  EXPECT_THAT(calls[1], HasSubstr("10.0.0.4@tcp:/lustrefs /var/lib/kubelet/plugins/"));
-  EXPECT_EQ(calls[2], calls[0]);
+  ASSERT_EQ(calls.size(), 1u) << absl::StrJoin(calls, "\n");
+  EXPECT_THAT(calls[0], HasSubstr("10.0.0.4@tcp:/lustrefs " + ClientsDir() + "/lustrefs-"));
 
   // The mount is the host's, at the kubelet path, and carries the data.
   EXPECT_TRUE(IsMountPoint(Target("p1")));
@@ -218,18 +227,19 @@ TEST_F(PodTest, ManifestRunsTheNodeAgainstTheHostsClient) {
   EXPECT_GT(stats.usage(0).total(), 0);
   EXPECT_FALSE(stats.volume_condition().abnormal()) << stats.volume_condition().message();
 
-  // The sub-dir exists now: a second pod is one helper call.
+  // A second pod: a bind from the same client, no helper call.
   ASSERT_TRUE(Publish("p2", "team-a").ok());
-  EXPECT_EQ(MountCalls().size(), 4u);
+  EXPECT_EQ(MountCalls().size(), 1u);
   EXPECT_EQ(ReadFile(Target("p2") + "/hello"), "from pod p1");
 
   ASSERT_TRUE(Unpublish("p1").ok());
+  EXPECT_THAT(MountsUnder(ClientsDir()), testing::SizeIs(1)) << "p2 still uses the client";
   ASSERT_TRUE(Unpublish("p2").ok());
   EXPECT_FALSE(std::filesystem::exists(Target("p1")));
   EXPECT_THAT(MountsUnder("/var/lib/kubelet/pods"), IsEmpty());
-  // The working dir holds nothing after the sub-dir was made.
-  std::string work = absl::StrCat("/var/lib/kubelet/plugins/", kDriver, "/work");
-  EXPECT_TRUE(std::filesystem::is_empty(work));
+  // The last bind took the client with it.
+  EXPECT_THAT(MountsUnder(ClientsDir()), IsEmpty());
+  EXPECT_TRUE(std::filesystem::is_empty(ClientsDir()));
 
   node_.reset();
   identity_.reset();
@@ -278,6 +288,112 @@ TEST_F(PodTest, WithoutHostPidTheNodeSaysSo) {
   EXPECT_THAT(MountCalls(), IsEmpty());
 }
 
+// The manifest with --lustre-client=per-volume: one client mount per publish,
+// at the target; a missing sub-dir is made through a brief root mount under
+// the working dir.
+TEST_F(PodTest, PerVolumeClientsMountAtTheTarget) {
+  PodSpec spec = node_spec_;
+  for (std::string& arg : spec.args) {
+    if (arg == "--lustre-client=shared") arg = "--lustre-client=per-volume";
+  }
+  ASSERT_NO_FATAL_FAILURE(StartNode(spec));
+  grpc::Status s = Publish("p1", "team-per-volume");
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  std::vector<std::string> calls = MountCalls();
+  ASSERT_EQ(calls.size(), 3u) << absl::StrJoin(calls, "\n");
+  EXPECT_THAT(calls[0], HasSubstr("10.0.0.4@tcp:/lustrefs/team-per-volume " + Target("p1")));
+  EXPECT_THAT(calls[1], HasSubstr("10.0.0.4@tcp:/lustrefs " + WorkDir() + "/fs-"));
+  EXPECT_EQ(calls[2], calls[0]);
+  ASSERT_TRUE(Publish("p2", "team-per-volume").ok());
+  EXPECT_EQ(MountCalls().size(), 4u);
+  ASSERT_TRUE(Unpublish("p1").ok());
+  ASSERT_TRUE(Unpublish("p2").ok());
+  // The working dir holds nothing after the sub-dir was made (an empty
+  // clients directory is left by the shared-client tests).
+  for (const auto& entry : std::filesystem::directory_iterator(WorkDir())) {
+    EXPECT_EQ(entry.path().string(), ClientsDir());
+    EXPECT_TRUE(std::filesystem::is_empty(entry.path()));
+  }
+}
+
+// One Lustre client per file system and set of client-wide options serves
+// every publish; it outlives a killed node and goes with its last bind.
+TEST_F(PodTest, OneLustreClientPerFileSystemServesEveryPublish) {
+  std::filesystem::create_directories("/run/lustre-standin/servers/otherfs");
+  ASSERT_NO_FATAL_FAILURE(StartNode(node_spec_));
+  auto target = [](int volume, int pod) {
+    return absl::StrCat("/var/lib/kubelet/pods/pod", pod, "/volumes/kubernetes.io~csi/vol", volume,
+                        "/mount");
+  };
+  // 20 publishes of 5 sub-dir volumes of one file system: one helper call.
+  for (int v = 0; v < 5; ++v) {
+    for (int p = 0; p < 4; ++p) {
+      std::filesystem::create_directories(std::filesystem::path(target(v, p)).parent_path());
+      grpc::Status s = PublishAt(target(v, p), absl::StrCat("team-", v));
+      ASSERT_TRUE(s.ok()) << v << "/" << p << ": " << s.error_message() << "\n"
+                          << container_->Log();
+    }
+  }
+  EXPECT_EQ(MountCalls().size(), 1u) << absl::StrJoin(MountCalls(), "\n");
+  EXPECT_THAT(MountsUnder(ClientsDir()), testing::SizeIs(1));
+  ASSERT_TRUE(WriteFile(target(3, 0) + "/f", "v3").ok());
+  EXPECT_EQ(ReadFile(target(3, 2) + "/f"), "v3");
+  EXPECT_FALSE(std::filesystem::exists(target(2, 2) + "/f"));
+
+  // Another file system, and other client-wide options: a client each.
+  const std::string other = "/var/lib/kubelet/pods/pod9/volumes/kubernetes.io~csi/other/mount";
+  const std::string flock = "/var/lib/kubelet/pods/pod9/volumes/kubernetes.io~csi/flock/mount";
+  std::filesystem::create_directories(std::filesystem::path(other).parent_path());
+  std::filesystem::create_directories(std::filesystem::path(flock).parent_path());
+  ASSERT_TRUE(PublishAt(other, "x", "otherfs").ok()) << container_->Log();
+  EXPECT_EQ(MountCalls().size(), 2u);
+  ASSERT_TRUE(PublishAt(flock, "team-0", "lustrefs", {"flock"}).ok()) << container_->Log();
+  EXPECT_EQ(MountCalls().size(), 3u);
+  EXPECT_THAT(MountsUnder(ClientsDir()), testing::SizeIs(3));
+  EXPECT_THAT(HttpGet(29635, "/metrics"), HasSubstr("lustre_csi_clients{fs_name=\"lustrefs\"} 2"));
+
+  // Hostile sub-dirs never leave the client root.
+  std::filesystem::create_directory_symlink("/etc", std::string(kFsData) + "/evil");
+  const std::string hostile = "/var/lib/kubelet/pods/pod9/volumes/kubernetes.io~csi/evil/mount";
+  std::filesystem::create_directories(std::filesystem::path(hostile).parent_path());
+  for (const char* sub : {"evil", "evil/x", "../../etc"}) {
+    grpc::Status s = PublishAt(hostile, sub);
+    EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT) << sub << ": " << s.error_message();
+    EXPECT_FALSE(IsMountPoint(hostile)) << sub;
+  }
+  ASSERT_TRUE(UnpublishAt(other).ok());
+  ASSERT_TRUE(UnpublishAt(flock).ok());
+  // The other file system's client went with its only bind. (The stand-in
+  // serves every client of one file system from one tmpfs, so the mount
+  // table cannot tell the flock client's binds from the plain client's: it
+  // stays as long as any bind of the file system does. Real Lustre clients
+  // each have a device of their own.)
+  for (const std::string& m : MountsUnder(ClientsDir())) {
+    EXPECT_THAT(m, Not(HasSubstr("/otherfs-")));
+  }
+
+  // The node dies with 20 binds live; a new one unpublishes half: the
+  // client stays until the last bind goes.
+  node_.reset();
+  identity_.reset();
+  container_->Stop(absl::ZeroDuration());
+  container_.reset();
+  const size_t clients = MountsUnder(ClientsDir()).size();
+  EXPECT_GE(clients, 1u);
+  ASSERT_NO_FATAL_FAILURE(StartNode(node_spec_));
+  for (int v = 0; v < 5; ++v) {
+    for (int p = 0; p < 2; ++p) ASSERT_TRUE(UnpublishAt(target(v, p)).ok());
+  }
+  EXPECT_EQ(MountsUnder(ClientsDir()).size(), clients) << "binds are left";
+  EXPECT_EQ(ReadFile(target(3, 2) + "/f"), "v3");
+  for (int v = 0; v < 5; ++v) {
+    for (int p = 2; p < 4; ++p) ASSERT_TRUE(UnpublishAt(target(v, p)).ok());
+  }
+  EXPECT_THAT(MountsUnder(ClientsDir()), IsEmpty()) << container_->Log();
+  EXPECT_EQ(MountCalls().size(), 3u) << "unpublishing never mounts";
+  std::filesystem::remove(std::string(kFsData) + "/evil");
+}
+
 // The Nomad node job, run as a Nomad client with the docker driver would run
 // it: Nomad reaches the plugin at <state_dir>/csi/plugins/<alloc>/csi.sock
 // and gives it targets under stage_publish_base_dir, which the job makes the
@@ -303,9 +419,8 @@ TEST_F(PodTest, NomadNodeJobMountsWhereNomadLooks) {
   grpc::Status s = PublishAt(target, "team-n");
   ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
   std::vector<std::string> calls = MountCalls();
-  ASSERT_EQ(calls.size(), 3u) << absl::StrJoin(calls, "\n");
-  EXPECT_THAT(calls[0], HasSubstr("10.0.0.4@tcp:/lustrefs/team-n " + target));
-  EXPECT_THAT(calls[1], HasSubstr("10.0.0.4@tcp:/lustrefs " + plugin_dir + "/work/"));
+  ASSERT_EQ(calls.size(), 1u) << absl::StrJoin(calls, "\n");
+  EXPECT_THAT(calls[0], HasSubstr("10.0.0.4@tcp:/lustrefs " + plugin_dir + "/work/clients/"));
 
   // The host's mount, at the path Nomad binds into the workload.
   EXPECT_TRUE(IsMountPoint(target));
@@ -315,7 +430,7 @@ TEST_F(PodTest, NomadNodeJobMountsWhereNomadLooks) {
   ASSERT_TRUE(UnpublishAt(target).ok());
   EXPECT_FALSE(IsMountPoint(target));
   EXPECT_THAT(MountsUnder(plugin_dir), IsEmpty());
-  EXPECT_TRUE(std::filesystem::is_empty(plugin_dir + "/work"));
+  EXPECT_TRUE(std::filesystem::is_empty(plugin_dir + "/work/clients"));
 
   node_.reset();
   identity_.reset();

@@ -104,10 +104,15 @@ std::string SetUpAndExec(const PodSpec& spec, const std::string& rootfs,
   // leads back into the container, never to the host. pivot_root needs the
   // old root's mount not to be shared.
   if (mount(nullptr, "/", nullptr, MS_PRIVATE, nullptr) != 0) return "private /";
+  int old_root = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (old_root < 0) return "open old root";
   if (chdir(rootfs.c_str()) != 0) return "chdir rootfs";
   if (syscall(SYS_pivot_root, ".", ".") != 0) return std::string("pivot_root: ") + strerror(errno);
   // The old root's mounts must not take the host's with them: make them
-  // slaves before detaching (as runc does).
+  // slaves before detaching (as runc does). "." must be the old root, not
+  // the new one, or the container's Bidirectional mounts would turn slaves.
+  if (fchdir(old_root) != 0) return "fchdir old root";
+  close(old_root);
   if (mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) != 0) return "rslave old root";
   if (umount2(".", MNT_DETACH) != 0 || chdir("/") != 0) return "detach old root";
   int null_fd = open("/dev/null", O_RDONLY);

@@ -49,6 +49,13 @@ DEFINE_string(mount_namespace, "/proc/1/ns/mnt",
 DEFINE_string(mount_helper, "/sbin/mount.lustre",
               "lustre mode: the Lustre mount helper, a path in --mount-namespace, run as "
               "<helper> -o <opts> <source> <target>");
+DEFINE_string(lustre_client, "shared",
+              "lustre mode: shared (one client mount per file system and set of client-wide "
+              "options, under --lustre-client-dir; every publish a bind mount of the volume's "
+              "sub-dir) or per-volume (one client mount per published volume)");
+DEFINE_string(lustre_client_dir, "",
+              "lustre mode, shared clients: where client mounts live; the same directory on the "
+              "host and in the container (default: <working-mount-dir>/clients)");
 DEFINE_int32(readiness_interval_seconds, 15,
              "lustre and local mode: how often readiness (mount helper, kernel module) is "
              "checked again");
@@ -151,6 +158,15 @@ absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
     return absl::InvalidArgumentError(absl::StrCat(
         "lustre-csi ", role, ": --mount-namespace must be an absolute path or 'current'"));
   }
+  if (FLAGS_lustre_client != "shared" && FLAGS_lustre_client != "per-volume") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lustre-csi ", role, ": --lustre-client must be shared or per-volume, not '",
+                     FLAGS_lustre_client, "'"));
+  }
+  if (!FLAGS_lustre_client_dir.empty() && FLAGS_lustre_client_dir[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lustre-csi ", role, ": --lustre-client-dir must be an absolute path"));
+  }
   if (FLAGS_mount_helper.empty() || FLAGS_mount_helper[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("lustre-csi ", role, ": --mount-helper must be an absolute path"));
@@ -187,6 +203,14 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics)
     options.working_mount_dir = FLAGS_working_mount_dir;
     options.mount_timeout = mount_timeout;
     m.backend = driver::NewLustreBackend(m.sys.get(), m.ns.get(), options);
+    if (FLAGS_lustre_client == "shared") {
+      driver::SharedClientOptions shared;
+      shared.client_dir = FLAGS_lustre_client_dir.empty()
+                              ? absl::StrCat(FLAGS_working_mount_dir, "/clients")
+                              : FLAGS_lustre_client_dir;
+      m.backend =
+          driver::NewSharedClientBackend(m.sys.get(), std::move(m.backend), shared, metrics);
+    }
   }
   driver::MountBackend* backend = m.backend.get();
   m.readiness = std::make_unique<driver::ReadinessMonitor>(
@@ -335,11 +359,11 @@ cli::Subcommand NodeSubcommand() {
       "usage and health (NodeGetVolumeStats) and applies fsGroup. NodeStageVolume is not\n"
       "offered. SIGTERM or SIGINT stops serving; mounts stay.";
   sub.flags = kSharedFlags;
-  for (const char* f :
-       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "mount_namespace",
-        "mount_helper", "working_mount_dir", "max_concurrent_mounts", "mount_timeout_seconds",
-        "readiness_interval_seconds", "max_volumes_per_node", "topology", "plugin_registration_dir",
-        "kubelet_registration_path"}) {
+  for (const char* f : {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root",
+                        "mount_namespace", "mount_helper", "working_mount_dir", "lustre_client",
+                        "lustre_client_dir", "max_concurrent_mounts", "mount_timeout_seconds",
+                        "readiness_interval_seconds", "max_volumes_per_node", "topology",
+                        "plugin_registration_dir", "kubelet_registration_path"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunNode;
@@ -374,6 +398,8 @@ cli::Subcommand MonolithSubcommand() {
                         "mount_namespace",
                         "mount_helper",
                         "working_mount_dir",
+                        "lustre_client",
+                        "lustre_client_dir",
                         "max_concurrent_mounts",
                         "mount_timeout_seconds",
                         "readiness_interval_seconds",
@@ -408,9 +434,9 @@ cli::Subcommand ControllerSubcommand() {
       "systems, with volume ids and parameters of the Azure Lustre CSI driver. With\n"
       "--mount-mode it also creates and deletes per-volume sub-dirs (create-sub-dir).";
   sub.flags = kSharedFlags;
-  for (const char* f :
-       {"mount_mode", "local_root", "mount_namespace", "mount_helper", "working_mount_dir",
-        "mount_timeout_seconds", "readiness_interval_seconds"}) {
+  for (const char* f : {"mount_mode", "local_root", "mount_namespace", "mount_helper",
+                        "working_mount_dir", "lustre_client", "lustre_client_dir",
+                        "mount_timeout_seconds", "readiness_interval_seconds"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunController;

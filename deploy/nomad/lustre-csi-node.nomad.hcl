@@ -61,6 +61,8 @@ job "lustre-csi-node" {
           "--mount-helper=/sbin/mount.lustre",
           # Inside the bound plugin directory: the same path on both sides.
           "--working-mount-dir=${local.plugin_dir}/work",
+          # One Lustre client per file system, in <working dir>/clients.
+          "--lustre-client=shared",
         ]
       }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "pkg/driver/mount_backend_internal.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/volume/cleanup.h"
@@ -24,10 +25,8 @@
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::driver {
-namespace {
+namespace internal {
 
-// Creates `sub_dir` beneath `root` and proves, resolving symlinks, that it
-// stays beneath it.
 absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
                         const std::string& sub_dir) {
   absl::StatusOr<std::string> dir = volume::JoinBeneath(root, sub_dir);
@@ -35,6 +34,18 @@ absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
   if (absl::Status s = volume::MkdirAll(sys, *dir, 0775); !s.ok()) return s;
   return sys.ResolveBeneath(root, sub_dir).status();
 }
+
+std::string MountedSpec(const volume::MountEntry& e) {
+  if (e.root.empty() || e.root == "/") return e.source;
+  return absl::StrCat(absl::StripSuffix(e.source, "/"), e.root);
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::MakeSubDir;
+using internal::MountedSpec;
 
 // The environment the mount helper gets: nothing of the driver's.
 const std::vector<std::string>& HelperEnvironment() {
@@ -69,14 +80,6 @@ std::string HelperOutput(absl::string_view output) {
   output = absl::StripAsciiWhitespace(output);
   if (output.size() <= kMax) return std::string(output);
   return absl::StrCat(output.substr(0, kMax), "...");
-}
-
-// "<source>" joined with the mount's root inside its file system, so a mount
-// of <fs>/<sub> reads the same whether the kernel shows it as the source
-// "<mgs>:/<fs>/<sub>" with root "/" or as "<mgs>:/<fs>" with root "/<sub>".
-std::string MountedSpec(const volume::MountEntry& e) {
-  if (e.root.empty() || e.root == "/") return e.source;
-  return absl::StrCat(absl::StripSuffix(e.source, "/"), e.root);
 }
 
 class LustreBackend : public MountBackend {

@@ -28,7 +28,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "pkg/server/metrics.h"
 #include "pkg/volume/mount_namespace.h"
+#include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::driver {
@@ -87,6 +89,13 @@ class MountBackend {
   // (PerMountFlagsMatch).
   virtual absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
                                          const std::vector<std::string>& options) = 0;
+
+  // Whether Released wants to hear of unpublished mounts (reading the mount
+  // table for it costs an unpublish a little).
+  virtual bool TracksReleases() const { return false; }
+  // Called after the mount `was` (as the mount table showed it) was removed
+  // from a target, so a backend can let go of what only it needed.
+  virtual void Released(const volume::MountEntry& was) {}
 };
 
 struct LustreBackendOptions {
@@ -113,6 +122,33 @@ std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::Mo
 // message names the command, the exit status with its errno name, and the
 // helper's output cut to 1 KiB; the errno is attached (volume::ErrnoOf).
 absl::Status HelperFailure(const std::string& what, const volume::ProcessResult& result);
+
+struct SharedClientOptions {
+  // One directory per client mount, <client_dir>/<fs-name>-<key>. It must be
+  // the same directory in the driver's view and in the mount namespace, on a
+  // shared mount (a container: under its Bidirectional kubelet directory).
+  std::string client_dir;
+};
+
+// Lustre mode with one client per file system and set of client-wide
+// options, instead of one per volume. The first publish of a file system
+// mounts its root under `client_dir` through `clients` (the lustre backend:
+// the host's helper in the mount namespace); every publish is then a bind
+// mount of the volume's sub-dir, resolved beneath the client root without
+// following an escape (created when missing), with the per-mount flags (ro,
+// nosuid, noatime, ...) set before the bind is attached so its copies in
+// other namespaces (the host's) have them too. Options that are not per-mount
+// flags (flock, user_xattr, lazystatfs, ...) act on the whole client and
+// select another one. A client goes when the last mount of it outside
+// `client_dir` goes (Released); who uses what is read from the mount table
+// every time, so a restart or kill -9 loses nothing. A dead client (ENOTCONN,
+// ESTALE) is unmounted lazily and mounted again for the next publish; binds of
+// other clients are not touched. Metrics (may be null): lustre_csi_clients,
+// lustre_csi_client_mounts_in_use, lustre_csi_publishes_total{client}.
+std::unique_ptr<MountBackend> NewSharedClientBackend(volume::Syscalls* sys,
+                                                     std::unique_ptr<MountBackend> clients,
+                                                     SharedClientOptions options,
+                                                     server::MetricsRegistry* metrics);
 
 std::unique_ptr<MountBackend> NewMockBackend();
 std::unique_ptr<MountBackend> NewLocalBackend(volume::Syscalls* sys, std::string local_root);

@@ -206,11 +206,16 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
   if (absl::Status s = ValidateTargetPath(target_path); !s.ok()) return s;
   ScopedVolumeLock lock(&target_locks_, target_path);
   if (!lock.ok()) return Aborted(target_path);
+  // What is mounted there, for the backend to let go of after.
+  volume::MountChecker checker(sys_);
+  absl::StatusOr<std::optional<volume::MountEntry>> was = std::optional<volume::MountEntry>();
+  if (backend_->TracksReleases()) was = checker.FindMountAt(target_path);
   absl::Status status = volume::CleanupMountPoint(*sys_, target_path);
   if (status.ok()) {
     absl::MutexLock groups(&groups_mu_);
     published_groups_.erase(target_path);
   }
+  if (status.ok() && was.ok() && was->has_value()) backend_->Released(**was);
   if (status.ok()) {
     LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
   } else {

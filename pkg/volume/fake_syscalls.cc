@@ -441,6 +441,18 @@ absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& t
   return absl::OkStatus();
 }
 
+void FakeSyscalls::SetAtomicBinds(bool on) { atomic_binds_ = on; }
+
+absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const std::string& target,
+                                              bool recursive, unsigned long flags) {
+  if (!atomic_binds_) return Syscalls::BindMountWithFlags(source, target, recursive, flags);
+  absl::Status bound = Mount(source, target, "", MS_BIND | (recursive ? MS_REC : 0), "");
+  if (!bound.ok()) return bound;
+  absl::Status flagged = Mount("", target, "", MS_REMOUNT | MS_BIND | flags, "");
+  if (!flagged.ok()) Unmount(target, MNT_DETACH).IgnoreError();
+  return flagged;
+}
+
 absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
   absl::MutexLock lock(&mu_);
   unmount_calls_.push_back(UnmountCall{target, flags});

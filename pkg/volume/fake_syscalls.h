@@ -23,6 +23,7 @@
 #define LUSTRE_CSI_PKG_VOLUME_FAKE_SYSCALLS_H_
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,11 @@ class FakeSyscalls : public Syscalls {
   absl::StatusOr<std::string> ReadMountInfo() override;
   absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
                                              const std::string& relative) override;
+  // UNIMPLEMENTED (as on a kernel before 5.12) unless SetAtomicBinds(true);
+  // then a bind and a remount with `flags`, recorded as two mount calls.
+  absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
+                                  bool recursive, unsigned long flags) override;
+  void SetAtomicBinds(bool on);
 
   // Set-up of the tree. Missing parents are created as directories (0755).
   // AddDir accepts an existing directory.
@@ -109,6 +115,7 @@ class FakeSyscalls : public Syscalls {
   void ResetCounters();
 
  private:
+  std::atomic<bool> atomic_binds_{false};
   struct Node;
   struct Fs;
   struct MountRec;

@@ -30,35 +30,29 @@ constexpr const char* kNoOpOptions[] = {"rw", "bind", "defaults", "suid", "dev",
 
 class BindMounter : public Mounter {
  public:
-  explicit BindMounter(Syscalls* sys) : sys_(sys) {}
+  BindMounter(Syscalls* sys, bool flags_at_once) : sys_(sys), flags_at_once_(flags_at_once) {}
 
   absl::Status Mount(const std::string& source, const std::string& target,
                      const std::string& fstype, const std::vector<std::string>& options) override {
-    unsigned long bind = MS_BIND;
-    unsigned long remount = 0;
-    for (const std::string& opt : options) {
-      bool known = false;
-      for (const FlagOption& f : kRemountFlags) {
-        if (opt == f.name) {
-          remount |= f.flag;
-          known = true;
-        }
-      }
-      for (const char* noop : kNoOpOptions) known = known || opt == noop;
-      if (opt == "rbind") {
-        bind |= MS_REC;
-        known = true;
-      }
-      if (!known) {
-        return absl::InvalidArgumentError(absl::StrCat("bind mount of ", source, " on ", target,
-                                                       ": unsupported option \"", opt, "\""));
-      }
+    absl::StatusOr<BindOptions> parsed = ParseBindOptions(options);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bind mount of ", source, " on ", target, ": ", parsed.status().message()));
     }
+    unsigned long bind = MS_BIND | (parsed->recursive ? MS_REC : 0);
+    unsigned long remount = parsed->flags;
     if (remount != 0) {
       // In one step where the kernel can: a crash between a bind and its
       // remount would leave the bind without the flags (read-write).
       absl::Status atomic = sys_->BindMountWithFlags(source, target, bind & MS_REC, remount);
       if (atomic.code() != absl::StatusCode::kUnimplemented) return atomic;
+      if (flags_at_once_) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "bind mount of ", source, " on ", target,
+            ": this kernel cannot set the flags of a bind mount before attaching it "
+            "(mount_setattr, Linux 5.12), and set afterwards they would not reach other mount "
+            "namespaces"));
+      }
     }
     if (absl::Status s = sys_->Mount(source, target, "", bind, ""); !s.ok()) return s;
     if (remount == 0) return absl::OkStatus();
@@ -78,6 +72,7 @@ class BindMounter : public Mounter {
 
  private:
   Syscalls* const sys_;
+  const bool flags_at_once_;
 };
 
 class ExecMounter : public Mounter {
@@ -141,8 +136,32 @@ absl::Status RunCommand(const std::vector<std::string>& argv, absl::Duration tim
                                           absl::StripAsciiWhitespace(result->output)));
 }
 
-std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys) {
-  return std::make_unique<BindMounter>(sys);
+std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys, bool flags_at_once) {
+  return std::make_unique<BindMounter>(sys, flags_at_once);
+}
+
+bool IsBindOption(absl::string_view option) {
+  for (const FlagOption& f : kRemountFlags) {
+    if (option == f.name) return true;
+  }
+  for (const char* noop : kNoOpOptions) {
+    if (option == noop) return true;
+  }
+  return option == "rbind";
+}
+
+absl::StatusOr<BindOptions> ParseBindOptions(const std::vector<std::string>& options) {
+  BindOptions out;
+  for (const std::string& opt : options) {
+    if (!IsBindOption(opt)) {
+      return absl::InvalidArgumentError(absl::StrCat("unsupported option \"", opt, "\""));
+    }
+    for (const FlagOption& f : kRemountFlags) {
+      if (opt == f.name) out.flags |= f.flag;
+    }
+    if (opt == "rbind") out.recursive = true;
+  }
+  return out;
 }
 
 std::unique_ptr<Mounter> NewExecMounter(std::string mount_binary, absl::Duration timeout,

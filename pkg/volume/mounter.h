@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "pkg/volume/syscalls.h"
 
@@ -44,7 +46,23 @@ class Mounter {
   virtual absl::Status Unmount(const std::string& target) = 0;
 };
 
-std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys);
+// Bind mounts with per-mount flags (ParseBindOptions), set before the bind is
+// attached where the kernel can. With `flags_at_once`, a kernel that cannot
+// is FAILED_PRECONDITION instead of bind-then-remount: a remount changes only
+// the mount in this namespace, never its propagated copies in others.
+std::unique_ptr<Mounter> NewBindMounter(Syscalls* sys, bool flags_at_once = false);
+
+// Options a bind mount applies itself: the per-mount flags (ro, nosuid,
+// nodev, noexec, noatime, nodiratime, relatime, strictatime), their no-op
+// opposites and defaults, and rbind.
+bool IsBindOption(absl::string_view option);
+
+struct BindOptions {
+  unsigned long flags = 0;  // MS_RDONLY, MS_NOSUID, ...
+  bool recursive = false;   // rbind
+};
+// INVALID_ARGUMENT naming the first option that is not a bind option.
+absl::StatusOr<BindOptions> ParseBindOptions(const std::vector<std::string>& options);
 
 std::unique_ptr<Mounter> NewExecMounter(std::string mount_binary, absl::Duration timeout,
                                         Syscalls* sys = nullptr);

@@ -1,0 +1,329 @@
+// One Lustre client per file system per node; see NewSharedClientBackend in
+// mount_backend.h.
+#include <glog/logging.h>
+#include <sys/mount.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/mount_backend_internal.h"
+#include "pkg/driver/mount_options.h"
+#include "pkg/volume/cleanup.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/mount_table.h"
+#include "pkg/volume/mounter.h"
+#include "pkg/volume/sha256.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+using internal::MakeSubDir;
+using internal::MountedSpec;
+
+// A client mount: which file system, with which client-wide options.
+struct Client {
+  LustreSource root;                 // sub_dir empty
+  std::vector<std::string> options;  // client-wide, sorted, without duplicates
+  std::string name;                  // <fs>-<16 hex digits>
+};
+
+Client ClientFor(const LustreSource& source, const std::vector<std::string>& options) {
+  Client c;
+  c.root = source;
+  c.root.sub_dir.clear();
+  for (const std::string& opt : options) {
+    if (!volume::IsBindOption(opt)) c.options.push_back(opt);
+  }
+  std::sort(c.options.begin(), c.options.end());
+  c.options.erase(std::unique(c.options.begin(), c.options.end()), c.options.end());
+  std::string key = absl::StrCat(c.root.Spec(), "\n", absl::StrJoin(c.options, ","));
+  c.name = absl::StrCat(source.fs_name, "-", volume::Sha256Hex(key).substr(0, 16));
+  return c;
+}
+
+std::vector<std::string> BindOptionsOf(const std::vector<std::string>& options) {
+  std::vector<std::string> out;
+  for (const std::string& opt : options) {
+    if (volume::IsBindOption(opt)) out.push_back(opt);
+  }
+  return out;
+}
+
+bool SameDevice(const volume::MountEntry& a, const volume::MountEntry& b) {
+  return a.major == b.major && a.minor == b.minor;
+}
+
+class SharedClientBackend : public MountBackend {
+ public:
+  SharedClientBackend(volume::Syscalls* sys, std::unique_ptr<MountBackend> clients,
+                      SharedClientOptions options, server::MetricsRegistry* metrics)
+      : sys_(sys), clients_(std::move(clients)), options_(std::move(options)) {
+    if (metrics != nullptr) {
+      publishes_ = metrics->AddCounter(
+          "lustre_csi_publishes_total",
+          "publishes by whether the Lustre client was already mounted (existing) or mounted "
+          "for it (new)",
+          {"client"});
+      client_gauge_ =
+          metrics->AddGauge("lustre_csi_clients", "Lustre client mounts on this node", {"fs_name"});
+      use_gauge_ = metrics->AddGauge(
+          "lustre_csi_client_mounts_in_use",
+          "mounts from each Lustre client (publishes and working mounts)", {"client"});
+      metrics->AddCollector([this] { Collect(); });
+    }
+  }
+
+  absl::string_view Mode() const override { return "lustre"; }
+  bool MakesMounts() const override { return true; }
+  bool TracksReleases() const override { return true; }
+  Readiness CheckReady() override { return clients_->CheckReady(); }
+
+  absl::Status EnsureSubDir(const LustreSource& source) override {
+    if (source.sub_dir.empty()) return absl::OkStatus();
+    return WithFileSystemRoot(
+        source, [&](const std::string& root) { return MakeSubDir(*sys_, root, source.sub_dir); });
+  }
+
+  absl::Status WithFileSystemRoot(
+      const LustreSource& source,
+      const std::function<absl::Status(const std::string&)>& fn) override {
+    Client client = ClientFor(source, {});
+    absl::MutexLock lock(LockFor(client.name));
+    bool fresh = false;
+    absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
+    if (!root.ok()) return root.status();
+    absl::Status status = fn(*root);
+    ReleaseIfUnused(*root);
+    return status;
+  }
+
+  absl::Status Mount(const LustreSource& source, const std::string& target,
+                     const std::vector<std::string>& options) override {
+    Client client = ClientFor(source, options);
+    absl::MutexLock lock(LockFor(client.name));
+    bool fresh = false;
+    absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
+    if (!root.ok()) return root.status();
+    absl::Status status = BindFrom(*root, source, target, BindOptionsOf(options));
+    if (!status.ok()) {
+      ReleaseIfUnused(*root);
+      return status;
+    }
+    if (publishes_ != nullptr) publishes_->Increment({fresh ? "new" : "existing"});
+    LOG(INFO) << "bound " << source.Spec() << " at " << target << " from the "
+              << (fresh ? "new" : "existing") << " client " << *root;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
+                                 const std::vector<std::string>& options) override {
+    volume::MountChecker checker(sys_);
+    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
+    if (!table.ok()) return table.status();
+    std::optional<volume::MountEntry> entry = volume::TopMountAt(*table, target);
+    if (!entry.has_value()) return false;
+    if (MountedSpec(*entry) != source.Spec() ||
+        !PerMountFlagsMatch(entry->options, BindOptionsOf(options), true)) {
+      return false;
+    }
+    // From a client with the same client-wide options?
+    const std::string wanted = ClientDir(ClientFor(source, options).name);
+    for (const volume::MountEntry& e : *table) {
+      if (e.mount_point == wanted && SameDevice(e, *entry)) return true;
+    }
+    return false;
+  }
+
+  void Released(const volume::MountEntry& was) override {
+    volume::MountChecker checker(sys_);
+    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
+    if (!table.ok()) {
+      LOG(WARNING) << "after unpublishing " << was.mount_point
+                   << ": cannot read the mount table: " << table.status();
+      return;
+    }
+    for (const volume::MountEntry& e : *table) {
+      if (!IsClientRoot(e.mount_point) || !SameDevice(e, was)) continue;
+      std::string name = e.mount_point.substr(options_.client_dir.size() + 1);
+      absl::MutexLock lock(LockFor(name));
+      ReleaseIfUnused(e.mount_point);
+    }
+  }
+
+ private:
+  std::string ClientDir(const std::string& name) const {
+    return absl::StrCat(options_.client_dir, "/", name);
+  }
+  // Whether `e` backs a target from `client`: of the same device, and neither
+  // a client root nor a copy of one that a recursive bind of a directory
+  // above the client directory made elsewhere (a container's volume of the
+  // plugin directory, mounted after the client was), which ends in the same
+  // "<clients>/<name>". `names` are the clients' names.
+  bool IsUserOf(const volume::MountEntry& e, const volume::MountEntry& client,
+                const std::set<std::string>& names) const {
+    if (!SameDevice(e, client) || absl::StartsWith(e.mount_point, options_.client_dir + "/")) {
+      return false;
+    }
+    const std::string base = options_.client_dir.substr(options_.client_dir.rfind('/') + 1);
+    size_t last = e.mount_point.rfind('/');
+    size_t before = last == std::string::npos || last == 0 ? std::string::npos
+                                                           : e.mount_point.rfind('/', last - 1);
+    if (before != std::string::npos &&
+        e.mount_point.compare(before + 1, last - before - 1, base) == 0 &&
+        names.count(e.mount_point.substr(last + 1)) > 0) {
+      return false;
+    }
+    return true;
+  }
+
+  std::set<std::string> ClientNames(const std::vector<volume::MountEntry>& table) const {
+    std::set<std::string> names;
+    for (const volume::MountEntry& e : table) {
+      if (IsClientRoot(e.mount_point)) {
+        names.insert(e.mount_point.substr(options_.client_dir.size() + 1));
+      }
+    }
+    return names;
+  }
+
+  bool IsClientRoot(const std::string& path) const {
+    return absl::StartsWith(path, options_.client_dir + "/") &&
+           path.find('/', options_.client_dir.size() + 1) == std::string::npos;
+  }
+
+  absl::Mutex* LockFor(const std::string& name) {
+    absl::MutexLock lock(&locks_mu_);
+    std::unique_ptr<absl::Mutex>& mu = locks_[name];
+    if (mu == nullptr) mu = std::make_unique<absl::Mutex>();
+    return mu.get();
+  }
+
+  // The client's root, mounted (by this call when `fresh`). Call with the
+  // client's lock held.
+  absl::StatusOr<std::string> EnsureClient(const Client& client, bool* fresh) {
+    const std::string dir = ClientDir(client.name);
+    if (absl::Status s = volume::MkdirAll(*sys_, options_.client_dir, 0750); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "client mount directory ", options_.client_dir, " is not usable: ", s.message()));
+    }
+    volume::MountChecker checker(sys_);
+    absl::StatusOr<std::optional<volume::MountEntry>> entry = checker.FindMountAt(dir);
+    if (!entry.ok()) return entry.status();
+    if (entry->has_value()) {
+      absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
+      if (alive.ok() && MountedSpec(**entry) == client.root.Spec()) return dir;
+      if (!alive.ok() && !volume::IsCorruptedError(alive.status())) return alive.status();
+      if (alive.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(dir, " holds ", MountedSpec(**entry),
+                                                          ", not a client of ", client.root.Spec(),
+                                                          "; unmount it by hand"));
+      }
+      // A dead client: detach it (its binds stay as dead as they are) and
+      // mount a new one.
+      LOG(WARNING) << "Lustre client " << dir << " is dead (" << alive.status()
+                   << "); mounting a new one";
+      if (absl::Status s = sys_->Unmount(dir, MNT_DETACH); !s.ok()) {
+        return volume::Annotate(s, absl::StrCat("detaching the dead client ", dir));
+      }
+    }
+    absl::Status made = sys_->Mkdir(dir, 0750);
+    if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
+      return volume::Annotate(made, absl::StrCat("creating client directory ", dir));
+    }
+    absl::Status mounted = clients_->Mount(client.root, dir, client.options);
+    if (!mounted.ok()) return mounted;
+    *fresh = true;
+    LOG(INFO) << "mounted Lustre client " << client.root.Spec()
+              << (client.options.empty() ? "" : " -o " + absl::StrJoin(client.options, ","))
+              << " at " << dir;
+    return dir;
+  }
+
+  // Binds `source.sub_dir` beneath `root` (created when missing) at `target`.
+  absl::Status BindFrom(const std::string& root, const LustreSource& source,
+                        const std::string& target, const std::vector<std::string>& bind_options) {
+    std::string dir = root;
+    if (!source.sub_dir.empty()) {
+      absl::StatusOr<std::string> resolved = sys_->ResolveBeneath(root, source.sub_dir);
+      if (!resolved.ok() && resolved.status().code() == absl::StatusCode::kNotFound) {
+        LOG(INFO) << "creating sub-dir " << source.sub_dir << " in the client " << root;
+        if (absl::Status s = MakeSubDir(*sys_, root, source.sub_dir); !s.ok()) return s;
+        resolved = sys_->ResolveBeneath(root, source.sub_dir);
+      }
+      if (!resolved.ok()) return resolved.status();
+      dir = *resolved;
+    }
+    return volume::NewBindMounter(sys_, /*flags_at_once=*/true)
+        ->Mount(dir, target, "", bind_options);
+  }
+
+  // Unmounts the client at `root` when no mount of it is left outside the
+  // client directory. Call with the client's lock held.
+  void ReleaseIfUnused(const std::string& root) {
+    volume::MountChecker checker(sys_);
+    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
+    if (!table.ok()) {
+      LOG(WARNING) << "keeping client " << root << ": " << table.status();
+      return;
+    }
+    std::optional<volume::MountEntry> client = volume::TopMountAt(*table, root);
+    if (!client.has_value()) return;
+    std::set<std::string> names = ClientNames(*table);
+    for (const volume::MountEntry& e : *table) {
+      if (IsUserOf(e, *client, names)) return;  // still backs a target
+    }
+    absl::Status cleaned = volume::CleanupMountPoint(*sys_, root);
+    if (cleaned.ok()) {
+      LOG(INFO) << "unmounted Lustre client " << root << ": nothing uses it";
+    } else {
+      LOG(WARNING) << "unmounting unused Lustre client " << root << ": " << cleaned;
+    }
+  }
+
+  void Collect() {
+    volume::MountChecker checker(sys_);
+    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
+    if (!table.ok()) return;
+    std::map<server::LabelValues, double> clients, uses;
+    std::set<std::string> names = ClientNames(*table);
+    for (const volume::MountEntry& client : *table) {
+      if (!IsClientRoot(client.mount_point)) continue;
+      std::string name = client.mount_point.substr(options_.client_dir.size() + 1);
+      clients[{name.substr(0, name.rfind('-'))}] += 1;
+      double n = 0;
+      for (const volume::MountEntry& e : *table) n += IsUserOf(e, client, names) ? 1 : 0;
+      uses[{name}] = n;
+    }
+    client_gauge_->Reset(std::move(clients));
+    use_gauge_->Reset(std::move(uses));
+  }
+
+  volume::Syscalls* const sys_;
+  const std::unique_ptr<MountBackend> clients_;
+  const SharedClientOptions options_;
+  server::Counter* publishes_ = nullptr;
+  server::Gauge* client_gauge_ = nullptr;
+  server::Gauge* use_gauge_ = nullptr;
+  absl::Mutex locks_mu_;
+  std::map<std::string, std::unique_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(locks_mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<MountBackend> NewSharedClientBackend(volume::Syscalls* sys,
+                                                     std::unique_ptr<MountBackend> clients,
+                                                     SharedClientOptions options,
+                                                     server::MetricsRegistry* metrics) {
+  return std::make_unique<SharedClientBackend>(sys, std::move(clients), std::move(options),
+                                               metrics);
+}
+
+}  // namespace lustre_csi::driver

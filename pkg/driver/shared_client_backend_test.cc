@@ -1,0 +1,206 @@
+// One Lustre client per file system: the shared-client backend on fake
+// syscalls and a fake mount namespace whose helper mounts a fresh "lustre"
+// file system per call (its own device, as a real client mount has).
+#include <sys/mount.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/node.h"
+#include "pkg/server/metrics.h"
+#include "pkg/volume/fake_mount_namespace.h"
+#include "pkg/volume/fake_syscalls.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using volume::FakeMountNamespace;
+using volume::FakeSyscalls;
+using volume::ProcessResult;
+
+constexpr char kHelper[] = "/sbin/mount.lustre";
+constexpr char kClients[] = "/var/lib/kubelet/plugins/x/clients";
+
+class SharedClientTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    sys_.SetAtomicBinds(true);
+    ASSERT_TRUE(sys_.AddDir("/pods").ok());
+    ns_.AddProgram(kHelper, [this](const std::vector<std::string>& argv) {
+      ProcessResult r;
+      if (argv.size() == 2 && argv[1] == "-V") return absl::StatusOr<ProcessResult>(r);
+      const std::string& spec = argv[argv.size() - 2];
+      if (!sys_.Mount(spec, argv.back(), "lustre", 0, "").ok()) r.exit_code = 5;
+      return absl::StatusOr<ProcessResult>(r);
+    });
+    ns_.SetFile("/proc/filesystems", "nodev\tlustre\n");
+    LustreBackendOptions lustre;
+    lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
+    backend_ = NewSharedClientBackend(view_.get(), NewLustreBackend(view_.get(), &ns_, lustre),
+                                      SharedClientOptions{kClients}, &metrics_);
+    logic_ = std::make_unique<NodeLogic>(NodeOptions{}, view_.get(), backend_.get());
+  }
+
+  static PublishRequest Request(const std::string& target, const std::string& sub_dir,
+                                const std::string& fs = "lustrefs") {
+    PublishRequest req;
+    req.volume_id = "pv-" + sub_dir;
+    req.target_path = target;
+    req.volume_context = {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", fs}, {"sub-dir", sub_dir}};
+    return req;
+  }
+
+  // Runs of the helper other than -V.
+  int HelperMounts() {
+    int n = 0;
+    for (const auto& argv : ns_.Runs()) n += argv.size() > 2 ? 1 : 0;
+    return n;
+  }
+
+  std::string OptionsAt(const std::string& path) {
+    std::string table = *sys_.ReadMountInfo();
+    std::string options;
+    for (absl::string_view line : absl::StrSplit(table, '\n')) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ');
+      if (f.size() > 5 && f[4] == path) options = f[5];
+    }
+    return options;
+  }
+
+  int ClientMounts() {
+    int n = 0;
+    std::string table = *sys_.ReadMountInfo();
+    for (absl::string_view line : absl::StrSplit(table, '\n')) {
+      std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+      if (f.size() > 4 && absl::StartsWith(f[4], std::string(kClients) + "/")) ++n;
+    }
+    return n;
+  }
+
+  FakeSyscalls sys_;
+  FakeMountNamespace ns_{&sys_};
+  std::unique_ptr<volume::Syscalls> view_ = volume::UnmountingIn(&sys_, &ns_);
+  server::MetricsRegistry metrics_;
+  std::unique_ptr<MountBackend> backend_;
+  std::unique_ptr<NodeLogic> logic_;
+};
+
+TEST_F(SharedClientTest, ManyPublishesOfOneFileSystemShareOneClient) {
+  for (int v = 0; v < 5; ++v) {
+    for (int p = 0; p < 4; ++p) {
+      std::string target = absl::StrCat("/pods/p", p, "-v", v);
+      absl::Status s = logic_->Publish(Request(target, absl::StrCat("team/v", v)));
+      ASSERT_TRUE(s.ok()) << target << ": " << s;
+    }
+  }
+  EXPECT_EQ(HelperMounts(), 1);
+  EXPECT_EQ(ClientMounts(), 1);
+  // Data written through one pod of a volume shows in another.
+  ASSERT_TRUE(sys_.AddFile("/pods/p0-v3/f").ok());
+  EXPECT_TRUE(sys_.Exists("/pods/p2-v3/f"));
+  EXPECT_FALSE(sys_.Exists("/pods/p2-v2/f"));
+  EXPECT_THAT(metrics_.Render(), HasSubstr("lustre_csi_publishes_total{client=\"new\"} 1"));
+  EXPECT_THAT(metrics_.Render(), HasSubstr("lustre_csi_publishes_total{client=\"existing\"} 19"));
+  EXPECT_THAT(metrics_.Render(), HasSubstr("lustre_csi_clients{fs_name=\"lustrefs\"} 1"));
+
+  // The client stays while any bind is left, and goes with the last.
+  for (int v = 0; v < 5; ++v) {
+    for (int p = 0; p < 4; ++p) {
+      ASSERT_TRUE(logic_->Unpublish("v", absl::StrCat("/pods/p", p, "-v", v)).ok());
+      EXPECT_EQ(ClientMounts(), v == 4 && p == 3 ? 0 : 1) << p << " " << v;
+    }
+  }
+  EXPECT_THAT(ns_.Unmounts(), SizeIs(20 + 1));
+}
+
+TEST_F(SharedClientTest, FileSystemsAndClientOptionsGetTheirOwnClients) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b", "x", "otherfs")).ok());
+  PublishRequest flock = Request("/pods/c", "x");
+  flock.mount_flags = {"flock"};
+  ASSERT_TRUE(logic_->Publish(flock).ok());
+  // Per-mount flags act on the bind alone: no new client.
+  PublishRequest noatime = Request("/pods/d", "x");
+  noatime.mount_flags = {"noatime", "nosuid"};
+  ASSERT_TRUE(logic_->Publish(noatime).ok());
+  PublishRequest ro = Request("/pods/e", "x");
+  ro.read_only = true;
+  ASSERT_TRUE(logic_->Publish(ro).ok());
+  EXPECT_EQ(HelperMounts(), 3);
+  EXPECT_EQ(ClientMounts(), 3);
+  EXPECT_TRUE(absl::StartsWith(OptionsAt("/pods/e"), "ro")) << OptionsAt("/pods/e");
+  EXPECT_THAT(OptionsAt("/pods/d"), HasSubstr("nosuid"));
+  EXPECT_THAT(OptionsAt("/pods/d"), HasSubstr("noatime"));
+  EXPECT_TRUE(absl::StartsWith(OptionsAt("/pods/a"), "rw")) << OptionsAt("/pods/a");
+  // A repeat is OK; the same target with another client-wide option is not.
+  EXPECT_TRUE(logic_->Publish(flock).ok());
+  PublishRequest other = Request("/pods/c", "x");
+  EXPECT_EQ(logic_->Publish(other).code(), absl::StatusCode::kAlreadyExists);
+  for (const char* t : {"/pods/a", "/pods/b", "/pods/c", "/pods/d", "/pods/e"}) {
+    ASSERT_TRUE(logic_->Unpublish("v", t).ok()) << t;
+  }
+  EXPECT_EQ(ClientMounts(), 0);
+}
+
+TEST_F(SharedClientTest, StateComesFromTheMountTableAfterARestart) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b", "y")).ok());
+  // A new process: nothing in memory.
+  LustreBackendOptions lustre;
+  lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
+  auto restarted = NewSharedClientBackend(view_.get(), NewLustreBackend(view_.get(), &ns_, lustre),
+                                          SharedClientOptions{kClients}, nullptr);
+  NodeLogic logic(NodeOptions{}, view_.get(), restarted.get());
+  ASSERT_TRUE(logic.Publish(Request("/pods/c", "x")).ok());
+  EXPECT_EQ(HelperMounts(), 1) << "the existing client is found in the mount table";
+  ASSERT_TRUE(logic.Unpublish("v", "/pods/a").ok());
+  ASSERT_TRUE(logic.Unpublish("v", "/pods/b").ok());
+  EXPECT_EQ(ClientMounts(), 1) << "pod c still uses the client";
+  ASSERT_TRUE(logic.Unpublish("v", "/pods/c").ok());
+  EXPECT_EQ(ClientMounts(), 0);
+}
+
+TEST_F(SharedClientTest, DeadClientIsReplacedForTheNextPublish) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  std::string client;
+  std::string table = *sys_.ReadMountInfo();
+  for (absl::string_view line : absl::StrSplit(table, '\n')) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ');
+    if (f.size() > 4 && absl::StartsWith(f[4], std::string(kClients) + "/")) client = f[4];
+  }
+  ASSERT_FALSE(client.empty());
+  ASSERT_TRUE(sys_.BreakMount(client, ESTALE).ok());
+  absl::Status s = logic_->Publish(Request("/pods/b", "x"));
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(HelperMounts(), 2);
+}
+
+TEST_F(SharedClientTest, SubDirsNeverEscapeTheClientRoot) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  for (const char* hostile : {"../../../etc", "x/../../..", "/etc"}) {
+    absl::Status s = logic_->Publish(Request("/pods/h", hostile));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << hostile << ": " << s;
+  }
+  EXPECT_FALSE(sys_.Exists("/pods/h"));
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+  EXPECT_EQ(ClientMounts(), 0);
+}
+
+TEST_F(SharedClientTest, FailedBindLeavesNoIdleClient) {
+  sys_.SetAtomicBinds(false);  // a kernel without mount_setattr
+  PublishRequest ro = Request("/pods/a", "x");
+  ro.read_only = true;
+  absl::Status s = logic_->Publish(ro);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("mount_setattr"));
+  EXPECT_EQ(ClientMounts(), 0);
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver
