@@ -12,6 +12,8 @@ B=$(bazel info bazel-bin 2>/dev/null)
 OUT=$PWD/out/bench
 mkdir -p "$OUT"
 unshare -m bash bench/bench_inside.sh "$B" "$OUT"
+# Shared Lustre clients against one per publish: 10 pods x 5 volumes, 200 ms mounts.
+RESULTS=$OUT/results.txt bash bench/shared_client_bench.sh 10 5 200
 
 gnuplot <<GP
 set terminal pngcairo size 800,480 font "sans,11"

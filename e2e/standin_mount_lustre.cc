@@ -17,7 +17,8 @@
 // so the mount table shows the file system's name as the source and the
 // sub-dir as the root, as a Lustre fileset mount reads.
 // Every invocation is appended to /run/lustre-standin/calls.log. A file
-// /run/lustre-standin/fail holding an errno makes every mount fail with it.
+// /run/lustre-standin/fail holding an errno makes every mount fail with it;
+// /run/lustre-standin/delay_ms makes every mount take that long.
 #include <fcntl.h>
 #include <getopt.h>
 #include <sys/file.h>
@@ -133,6 +134,9 @@ int main(int argc, char** argv) {
   }
   std::string failure = ReadAll(std::string(kState) + "/fail");
   if (!failure.empty()) return Fail(atoi(failure.c_str()), "mount " + device + " failed");
+  // As long as a real client mount takes, when asked (benchmarks).
+  std::string delay = ReadAll(std::string(kState) + "/delay_ms");
+  if (!delay.empty()) usleep(static_cast<useconds_t>(atoi(delay.c_str())) * 1000);
 
   size_t sep = device.find(":/");
   if (sep == std::string::npos) return Fail(EINVAL, "not a client device: " + device);
