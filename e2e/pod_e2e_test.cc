@@ -376,7 +376,7 @@ TEST_F(PodTest, OneLustreClientPerFileSystemServesEveryPublish) {
   // client stays until the last bind goes.
   node_.reset();
   identity_.reset();
-  container_->Stop(absl::ZeroDuration());
+  container_->Kill();
   container_.reset();
   const size_t clients = MountsUnder(ClientsDir()).size();
   EXPECT_GE(clients, 1u);

@@ -333,6 +333,15 @@ int Container::Stop(absl::Duration grace) {
   return status;
 }
 
+int Container::Kill() {
+  if (stopped_) return -1;
+  stopped_ = true;
+  kill(container_pid_, SIGKILL);
+  int status = -1;
+  waitpid(runtime_pid_, &status, 0);
+  return status;
+}
+
 Container::~Container() {
   Stop(absl::Seconds(10));
   umount2((dir_ + "/rootfs").c_str(), MNT_DETACH);

@@ -79,6 +79,8 @@ class Container {
 
   // SIGTERM, then SIGKILL after `grace`; returns the exit status (waitpid).
   int Stop(absl::Duration grace = absl::Seconds(10));
+  // SIGKILL at once, as kill -9 does; returns the exit status (waitpid).
+  int Kill();
   bool Running();
   std::string LogPath() const { return dir_ + "/log"; }
   std::string Log() const;
