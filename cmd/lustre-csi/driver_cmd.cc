@@ -186,7 +186,10 @@ struct Mounting {
   volume::Syscalls* view() { return sys ? sys.get() : linux.get(); }
 };
 
-Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics) {
+// `shared_clients`: whether --lustre-client applies (the node and the
+// monolith); the controller alone mounts a client per operation, briefly.
+Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
+                      bool shared_clients) {
   Mounting m;
   m.linux = volume::NewLinuxSyscalls();
   absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
@@ -203,7 +206,7 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics)
     options.working_mount_dir = FLAGS_working_mount_dir;
     options.mount_timeout = mount_timeout;
     m.backend = driver::NewLustreBackend(m.sys.get(), m.ns.get(), options);
-    if (FLAGS_lustre_client == "shared") {
+    if (shared_clients && FLAGS_lustre_client == "shared") {
       driver::SharedClientOptions shared;
       shared.client_dir = FLAGS_lustre_client_dir.empty()
                               ? absl::StrCat(FLAGS_working_mount_dir, "/clients")
@@ -262,7 +265,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   server::BlockTerminationSignals();
   server::MetricsRegistry metrics;
   std::optional<Mounting> mounting;
-  if (!mode.empty()) mounting = MakeMounting(mode, &metrics);
+  if (!mode.empty()) mounting = MakeMounting(mode, &metrics, roles.node);
   driver::MountBackend* backend = mounting.has_value() ? mounting->backend.get() : nullptr;
   driver::ReadinessMonitor* readiness = mounting.has_value() ? mounting->readiness.get() : nullptr;
   auto ready = [readiness] { return readiness ? readiness->Current() : absl::OkStatus(); };
@@ -434,9 +437,9 @@ cli::Subcommand ControllerSubcommand() {
       "systems, with volume ids and parameters of the Azure Lustre CSI driver. With\n"
       "--mount-mode it also creates and deletes per-volume sub-dirs (create-sub-dir).";
   sub.flags = kSharedFlags;
-  for (const char* f : {"mount_mode", "local_root", "mount_namespace", "mount_helper",
-                        "working_mount_dir", "lustre_client", "lustre_client_dir",
-                        "mount_timeout_seconds", "readiness_interval_seconds"}) {
+  for (const char* f :
+       {"mount_mode", "local_root", "mount_namespace", "mount_helper", "working_mount_dir",
+        "mount_timeout_seconds", "readiness_interval_seconds"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunController;

@@ -29,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "pkg/server/metrics.h"
+#include "pkg/volume/cleanup.h"
 #include "pkg/volume/mount_namespace.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
@@ -89,6 +90,10 @@ class MountBackend {
   // (PerMountFlagsMatch).
   virtual absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
                                          const std::vector<std::string>& options) = 0;
+
+  // How a target of this backend is unmounted: no MNT_FORCE where a target is
+  // a bind of a mount that other targets share.
+  virtual volume::UnmountOptions TargetUnmountOptions() const { return {}; }
 
   // Whether Released wants to hear of unpublished mounts (reading the mount
   // table for it costs an unpublish a little).

@@ -105,7 +105,9 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
   } else if (!mounted.ok() && volume::IsCorruptedError(mounted.status())) {
     LOG(WARNING) << "target " << req.target_path << " holds a corrupted mount (" << mounted.status()
                  << "); unmounting it before mounting again";
-    if (absl::Status s = volume::UnmountWithEscalation(*sys_, req.target_path); !s.ok()) {
+    if (absl::Status s =
+            volume::UnmountWithEscalation(*sys_, req.target_path, backend_->TargetUnmountOptions());
+        !s.ok()) {
       return volume::Annotate(s, "repairing corrupted mount at target");
     }
     mounted = checker.IsMountPoint(req.target_path);
@@ -160,8 +162,14 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
                                           volume::FsGroupChangePolicy::kOnRootMismatch);
       if (!status.ok()) {
         status = volume::Annotate(status, "applying fsGroup");
-        absl::Status undo = volume::UnmountWithEscalation(*sys_, req.target_path);
+        volume::MountChecker checker(sys_);
+        absl::StatusOr<std::optional<volume::MountEntry>> was =
+            backend_->TracksReleases() ? checker.FindMountAt(req.target_path)
+                                       : absl::StatusOr<std::optional<volume::MountEntry>>();
+        absl::Status undo =
+            volume::UnmountWithEscalation(*sys_, req.target_path, backend_->TargetUnmountOptions());
         if (!undo.ok()) LOG(ERROR) << "undoing mount at " << req.target_path << ": " << undo;
+        if (was.ok() && was->has_value()) backend_->Released(**was);
       }
     }
   }
@@ -210,12 +218,15 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
   volume::MountChecker checker(sys_);
   absl::StatusOr<std::optional<volume::MountEntry>> was = std::optional<volume::MountEntry>();
   if (backend_->TracksReleases()) was = checker.FindMountAt(target_path);
-  absl::Status status = volume::CleanupMountPoint(*sys_, target_path);
+  absl::Status status =
+      volume::CleanupMountPoint(*sys_, target_path, backend_->TargetUnmountOptions());
   if (status.ok()) {
     absl::MutexLock groups(&groups_mu_);
     published_groups_.erase(target_path);
   }
-  if (status.ok() && was.ok() && was->has_value()) backend_->Released(**was);
+  // Also after a failure: the unmount may have worked before a later step
+  // failed (the backend reads the mount table itself).
+  if (was.ok() && was->has_value()) backend_->Released(**was);
   if (status.ok()) {
     LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
   } else {

@@ -57,6 +57,13 @@ std::vector<std::string> BindOptionsOf(const std::vector<std::string>& options) 
   return out;
 }
 
+// "<fs>[/<sub-dir>]" of a mount or a spec: what follows the MGS NIDs, which
+// the helper may rewrite (a host name becomes its NID, "@tcp0" "@tcp").
+std::string FsPart(absl::string_view spec) {
+  size_t sep = spec.find(":/");
+  return std::string(sep == absl::string_view::npos ? spec : spec.substr(sep + 2));
+}
+
 bool SameDevice(const volume::MountEntry& a, const volume::MountEntry& b) {
   return a.major == b.major && a.minor == b.minor;
 }
@@ -79,11 +86,17 @@ class SharedClientBackend : public MountBackend {
           "mounts from each Lustre client (publishes and working mounts)", {"client"});
       metrics->AddCollector([this] { Collect(); });
     }
+    Sweep();
   }
 
   absl::string_view Mode() const override { return "lustre"; }
   bool MakesMounts() const override { return true; }
   bool TracksReleases() const override { return true; }
+  volume::UnmountOptions TargetUnmountOptions() const override {
+    volume::UnmountOptions options;
+    options.force = false;  // MNT_FORCE on one bind would abort the shared client
+    return options;
+  }
   Readiness CheckReady() override { return clients_->CheckReady(); }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
@@ -130,7 +143,9 @@ class SharedClientBackend : public MountBackend {
     if (!table.ok()) return table.status();
     std::optional<volume::MountEntry> entry = volume::TopMountAt(*table, target);
     if (!entry.has_value()) return false;
-    if (MountedSpec(*entry) != source.Spec() ||
+    // The MGS part is decided by the client the bind comes from (its
+    // directory's key); the rest must be the volume's.
+    if (FsPart(MountedSpec(*entry)) != FsPart(source.Spec()) ||
         !PerMountFlagsMatch(entry->options, BindOptionsOf(options), true)) {
       return false;
     }
@@ -142,19 +157,21 @@ class SharedClientBackend : public MountBackend {
     return false;
   }
 
-  void Released(const volume::MountEntry& was) override {
+  void Released(const volume::MountEntry& was) override { Sweep(); }
+
+  // Unmounts every client nothing uses: after an unpublish (of any client:
+  // one that a crash left behind goes too), and once at start.
+  void Sweep() {
     volume::MountChecker checker(sys_);
     absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
     if (!table.ok()) {
-      LOG(WARNING) << "after unpublishing " << was.mount_point
-                   << ": cannot read the mount table: " << table.status();
+      LOG(WARNING) << "cannot read the mount table to release unused Lustre clients: "
+                   << table.status();
       return;
     }
-    for (const volume::MountEntry& e : *table) {
-      if (!IsClientRoot(e.mount_point) || !SameDevice(e, was)) continue;
-      std::string name = e.mount_point.substr(options_.client_dir.size() + 1);
+    for (const std::string& name : ClientNames(*table)) {
       absl::MutexLock lock(LockFor(name));
-      ReleaseIfUnused(e.mount_point);
+      ReleaseIfUnused(ClientDir(name));
     }
   }
 
@@ -218,9 +235,14 @@ class SharedClientBackend : public MountBackend {
     absl::StatusOr<std::optional<volume::MountEntry>> entry = checker.FindMountAt(dir);
     if (!entry.ok()) return entry.status();
     if (entry->has_value()) {
+      // Only this backend mounts in its directories: a mount there of the
+      // file system is the client of this key, whatever form the helper gave
+      // the MGS NIDs in the mount table.
       absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
-      if (alive.ok() && MountedSpec(**entry) == client.root.Spec()) return dir;
-      if (!alive.ok() && !volume::IsCorruptedError(alive.status())) return alive.status();
+      std::optional<int> err = volume::ErrnoOf(alive.status());
+      bool dead = !alive.ok() && err.has_value() && (*err == ENOTCONN || *err == ESTALE);
+      if (alive.ok() && FsPart(MountedSpec(**entry)) == client.root.fs_name) return dir;
+      if (!alive.ok() && !dead) return alive.status();
       if (alive.ok()) {
         return absl::FailedPreconditionError(absl::StrCat(dir, " holds ", MountedSpec(**entry),
                                                           ", not a client of ", client.root.Spec(),
@@ -247,22 +269,26 @@ class SharedClientBackend : public MountBackend {
     return dir;
   }
 
-  // Binds `source.sub_dir` beneath `root` (created when missing) at `target`.
+  // Binds `source.sub_dir` beneath `root` (created when missing) at `target`,
+  // from the resolved directory itself (Syscalls::BindBeneath): a writer of
+  // the file system cannot swap a symlink in after the check.
   absl::Status BindFrom(const std::string& root, const LustreSource& source,
                         const std::string& target, const std::vector<std::string>& bind_options) {
-    std::string dir = root;
-    if (!source.sub_dir.empty()) {
-      absl::StatusOr<std::string> resolved = sys_->ResolveBeneath(root, source.sub_dir);
-      if (!resolved.ok() && resolved.status().code() == absl::StatusCode::kNotFound) {
-        LOG(INFO) << "creating sub-dir " << source.sub_dir << " in the client " << root;
-        if (absl::Status s = MakeSubDir(*sys_, root, source.sub_dir); !s.ok()) return s;
-        resolved = sys_->ResolveBeneath(root, source.sub_dir);
-      }
-      if (!resolved.ok()) return resolved.status();
-      dir = *resolved;
+    absl::StatusOr<volume::BindOptions> flags = volume::ParseBindOptions(bind_options);
+    if (!flags.ok()) return flags.status();
+    absl::Status bound = sys_->BindBeneath(root, source.sub_dir, target, flags->flags);
+    if (bound.code() == absl::StatusCode::kNotFound && !source.sub_dir.empty()) {
+      LOG(INFO) << "creating sub-dir " << source.sub_dir << " in the client " << root;
+      if (absl::Status s = MakeSubDir(*sys_, root, source.sub_dir); !s.ok()) return s;
+      bound = sys_->BindBeneath(root, source.sub_dir, target, flags->flags);
     }
-    return volume::NewBindMounter(sys_, /*flags_at_once=*/true)
-        ->Mount(dir, target, "", bind_options);
+    if (bound.code() == absl::StatusCode::kUnimplemented) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "bind mount of ", source.Spec(), " on ", target,
+          ": this kernel lacks the mount API (open_tree, mount_setattr, move_mount; Linux 5.12) "
+          "that shared Lustre clients need; use --lustre-client=per-volume"));
+    }
+    return bound;
   }
 
   // Unmounts the client at `root` when no mount of it is left outside the

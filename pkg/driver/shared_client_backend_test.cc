@@ -180,6 +180,46 @@ TEST_F(SharedClientTest, DeadClientIsReplacedForTheNextPublish) {
   EXPECT_EQ(HelperMounts(), 2);
 }
 
+// mount.lustre turns a host name into its NID before mounting, so the mount
+// table shows another MGS spelling than the volume's: the client is still
+// found, and a repeat is still the same mount.
+TEST_F(SharedClientTest, TheHelpersSpellingOfTheMgsDoesNotMatter) {
+  ns_.AddProgram(kHelper, [this](const std::vector<std::string>& argv) {
+    ProcessResult r;
+    std::string spec = argv[argv.size() - 2];
+    spec.replace(0, spec.find(":/"), "10.9.9.9@tcp");
+    if (!sys_.Mount(spec, argv.back(), "lustre", 0, "").ok()) r.exit_code = 5;
+    return absl::StatusOr<ProcessResult>(r);
+  });
+  PublishRequest a = Request("/pods/a", "x");
+  a.volume_context["mgs-ip-address"] = "mgs.example.com";
+  ASSERT_TRUE(logic_->Publish(a).ok());
+  PublishRequest b = a;
+  b.target_path = "/pods/b";
+  absl::Status s = logic_->Publish(b);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(logic_->Publish(a).ok()) << "a repeat is the same mount";
+  EXPECT_EQ(HelperMounts(), 1);
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/b").ok());
+  EXPECT_EQ(ClientMounts(), 0);
+}
+
+// MNT_FORCE on one bind would abort the shared client for every other bind.
+TEST_F(SharedClientTest, UnpublishNeverForcesTheSharedClient) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b", "x")).ok());
+  ASSERT_TRUE(sys_.SetBusy("/pods/a", true).ok());
+  absl::Status s = logic_->Unpublish("v", "/pods/a");
+  EXPECT_TRUE(s.ok()) << s << " (a busy bind is detached)";
+  ASSERT_FALSE(sys_.UnmountCalls().empty());
+  for (const auto& call : sys_.UnmountCalls()) {
+    EXPECT_EQ(call.flags & MNT_FORCE, 0) << call.target;
+  }
+  EXPECT_TRUE(sys_.Exists("/pods/b/")) << "the other bind is untouched";
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/b").ok());
+}
+
 TEST_F(SharedClientTest, SubDirsNeverEscapeTheClientRoot) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
   for (const char* hostile : {"../../../etc", "x/../../..", "/etc"}) {

@@ -87,6 +87,7 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
   Syscalls* s = &sys;
   bool escalating = false;
   for (const Step& step : steps) {
+    if (step.flags == MNT_FORCE && !opts.force) continue;
     int flags = step.flags;
     last = RunBounded<absl::Status>([s, target, flags] { return s->Unmount(target, flags); },
                                     step.timeout, absl::StrCat(step.name, " ", target));

@@ -40,6 +40,11 @@ struct UnmountOptions {
   absl::Duration plain_timeout = absl::Seconds(30);
   absl::Duration force_timeout = absl::Seconds(10);
   absl::Duration detach_timeout = absl::Seconds(5);
+  // Whether to try MNT_FORCE between the plain unmount and MNT_DETACH. Off
+  // for bind mounts of a file system others use too: MNT_FORCE acts on the
+  // whole superblock (a network file system's umount_begin aborts its
+  // requests), so every other mount of it would suffer.
+  bool force = true;
 };
 
 // Unmounts the top-most mount at `target`: umount2(0); on EBUSY, a timeout or

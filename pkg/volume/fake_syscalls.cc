@@ -443,6 +443,14 @@ absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& t
 
 void FakeSyscalls::SetAtomicBinds(bool on) { atomic_binds_ = on; }
 
+absl::Status FakeSyscalls::BindBeneath(const std::string& root, const std::string& relative,
+                                       const std::string& target, unsigned long flags) {
+  if (!atomic_binds_) return Syscalls::BindBeneath(root, relative, target, flags);
+  absl::StatusOr<std::string> source = ResolveBeneath(root, relative);
+  if (!source.ok()) return source.status();
+  return BindMountWithFlags(*source, target, false, flags);
+}
+
 absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const std::string& target,
                                               bool recursive, unsigned long flags) {
   if (!atomic_binds_) return Syscalls::BindMountWithFlags(source, target, recursive, flags);

@@ -78,6 +78,9 @@ class FakeSyscalls : public Syscalls {
   absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
                                   bool recursive, unsigned long flags) override;
   void SetAtomicBinds(bool on);
+  // ResolveBeneath, then BindMountWithFlags (so also needs SetAtomicBinds).
+  absl::Status BindBeneath(const std::string& root, const std::string& relative,
+                           const std::string& target, unsigned long flags) override;
 
   // Set-up of the tree. Missing parents are created as directories (0755).
   // AddDir accepts an existing directory.

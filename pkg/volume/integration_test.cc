@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -295,6 +296,43 @@ TEST_F(IntegrationTest, ReadOnlyBindNeverAppearsReadWriteAtTheTarget) {
   EXPECT_FALSE(sys_->BindMountWithFlags(src + "/nope", missing, false, MS_RDONLY).ok());
   EXPECT_EQ(CountAt(missing), 0);
   ASSERT_TRUE(CleanupMountPoint(*sys_, src + "/inner").ok());
+}
+
+// A bind from a resolved directory: never out of the root (a symlink swapped
+// in cannot be followed), the flags set, and not a peer of its source.
+TEST_F(IntegrationTest, BindBeneathStaysInsideAndJoinsNoPeerGroup) {
+  std::string root = Dir("broot");
+  ASSERT_TRUE(sys_->Mount("broot", root, "tmpfs", 0, "size=1m").ok());
+  ASSERT_TRUE(sys_->Mount("", root, "", MS_SHARED, "").ok());
+  MakeDir(root + "/vol");
+  ASSERT_EQ(symlink("/etc", (root + "/evil").c_str()), 0);
+  ASSERT_EQ(symlink("../..", (root + "/vol/up").c_str()), 0);
+  std::string dst = Dir("bdst");
+  absl::Status probe = sys_->BindBeneath(root, "vol", dst, MS_RDONLY | MS_NOSUID);
+  if (probe.code() == absl::StatusCode::kUnimplemented) GTEST_SKIP() << probe;
+  ASSERT_TRUE(probe.ok()) << probe;
+  absl::StatusOr<std::optional<MountEntry>> entry = checker_.FindMountAt(dst);
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->root, "/vol");
+  EXPECT_TRUE(absl::StartsWith((*entry)->options, "ro,nosuid")) << (*entry)->options;
+  absl::StatusOr<std::optional<MountEntry>> source = checker_.FindMountAt(root);
+  ASSERT_TRUE(source.ok() && source->has_value());
+  for (const std::string& field : (*entry)->optional_fields) {
+    EXPECT_FALSE(absl::c_linear_search((*source)->optional_fields, field))
+        << "peer of its source: " << field;
+  }
+  ASSERT_TRUE(CleanupMountPoint(*sys_, dst).ok());
+
+  int n = 0;
+  for (const char* escape : {"evil", "vol/up", "vol/up/etc", "../x"}) {
+    std::string out = Dir(absl::StrCat("besc-", ++n));
+    absl::Status s = sys_->BindBeneath(root, escape, out, 0);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << escape << ": " << s;
+    EXPECT_EQ(CountAt(out), 0) << escape;
+  }
+  EXPECT_EQ(sys_->BindBeneath(root, "missing", Dir("bmiss"), 0).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(CleanupMountPoint(*sys_, root).ok());
 }
 
 TEST_F(IntegrationTest, ExecMounterRunsTheRealMount) {

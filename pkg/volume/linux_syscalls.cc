@@ -40,6 +40,27 @@ absl::Status ReadAll(int fd, std::string& out) {
   }
 }
 
+// The mount_setattr(2) attributes of per-mount MS_* flags.
+struct mount_attr MountAttrOf(unsigned long flags) {
+  struct mount_attr attr = {};
+  if (flags & MS_RDONLY) attr.attr_set |= MOUNT_ATTR_RDONLY;
+  if (flags & MS_NOSUID) attr.attr_set |= MOUNT_ATTR_NOSUID;
+  if (flags & MS_NODEV) attr.attr_set |= MOUNT_ATTR_NODEV;
+  if (flags & MS_NOEXEC) attr.attr_set |= MOUNT_ATTR_NOEXEC;
+  if (flags & MS_NODIRATIME) attr.attr_set |= MOUNT_ATTR_NODIRATIME;
+  if (flags & (MS_NOATIME | MS_RELATIME | MS_STRICTATIME)) {
+    attr.attr_clr |= MOUNT_ATTR__ATIME;
+    if (flags & MS_NOATIME) {
+      attr.attr_set |= MOUNT_ATTR_NOATIME;
+    } else if (flags & MS_STRICTATIME) {
+      attr.attr_set |= MOUNT_ATTR_STRICTATIME;
+    } else {
+      attr.attr_set |= MOUNT_ATTR_RELATIME;
+    }
+  }
+  return attr;
+}
+
 class LinuxSyscalls : public Syscalls {
  public:
   absl::Status Mount(const std::string& source, const std::string& target,
@@ -66,24 +87,34 @@ class LinuxSyscalls : public Syscalls {
     if (tree < 0) return fail("open_tree");
     // Closing the descriptor of a copy never attached dissolves it.
     absl::Cleanup close_tree = [tree] { close(tree); };
-    struct mount_attr attr = {};
-    if (flags & MS_RDONLY) attr.attr_set |= MOUNT_ATTR_RDONLY;
-    if (flags & MS_NOSUID) attr.attr_set |= MOUNT_ATTR_NOSUID;
-    if (flags & MS_NODEV) attr.attr_set |= MOUNT_ATTR_NODEV;
-    if (flags & MS_NOEXEC) attr.attr_set |= MOUNT_ATTR_NOEXEC;
-    if (flags & MS_NODIRATIME) attr.attr_set |= MOUNT_ATTR_NODIRATIME;
-    if (flags & (MS_NOATIME | MS_RELATIME | MS_STRICTATIME)) {
-      attr.attr_clr |= MOUNT_ATTR__ATIME;
-      if (flags & MS_NOATIME) {
-        attr.attr_set |= MOUNT_ATTR_NOATIME;
-      } else if (flags & MS_STRICTATIME) {
-        attr.attr_set |= MOUNT_ATTR_STRICTATIME;
-      } else {
-        attr.attr_set |= MOUNT_ATTR_RELATIME;
-      }
-    }
+    struct mount_attr attr = MountAttrOf(flags);
     if ((attr.attr_set != 0 || attr.attr_clr != 0) &&
         mount_setattr(tree, "", AT_EMPTY_PATH | recursion, &attr, sizeof(attr)) != 0) {
+      return fail("mount_setattr");
+    }
+    if (move_mount(tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return fail("move_mount");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status BindBeneath(const std::string& root, const std::string& relative,
+                           const std::string& target, unsigned long flags) override {
+    absl::StatusOr<int> source = OpenPathBeneath(root, relative, /*no_xdev=*/true);
+    if (!source.ok()) return source.status();
+    absl::Cleanup close_source = [fd = *source] { close(fd); };
+    const std::string what = absl::StrCat("bind mount of ", relative, " beneath ", root, " on ",
+                                          target, " (flags 0x", absl::Hex(flags), ")");
+    auto fail = [&](const char* call) {
+      if (errno == ENOSYS) return absl::UnimplementedError(absl::StrCat(call, ": not supported"));
+      return ErrnoError(errno, absl::StrCat(what, ": ", call));
+    };
+    int tree = open_tree(*source, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    if (tree < 0) return fail("open_tree");
+    absl::Cleanup close_tree = [tree] { close(tree); };
+    struct mount_attr attr = MountAttrOf(flags);
+    attr.propagation = MS_PRIVATE;
+    if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
       return fail("mount_setattr");
     }
     if (move_mount(tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {

@@ -18,6 +18,10 @@ class UnmountingSyscalls : public Syscalls {
                                   bool recursive, unsigned long flags) override {
     return base_->BindMountWithFlags(source, target, recursive, flags);
   }
+  absl::Status BindBeneath(const std::string& root, const std::string& relative,
+                           const std::string& target, unsigned long flags) override {
+    return base_->BindBeneath(root, relative, target, flags);
+  }
   absl::Status Unmount(const std::string& target, int flags) override {
     return ns_->Unmount(target, flags);
   }

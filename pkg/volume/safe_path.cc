@@ -197,7 +197,41 @@ absl::StatusOr<std::string> JoinBeneath(absl::string_view root, absl::string_vie
   return absl::StrCat(base == "/" ? "" : base, "/", absl::StrJoin(parts, "/"));
 }
 
+// Opens `relative` beneath `root` (O_PATH); on success `*root_fd_out` is the
+// open root, which the caller closes too.
+absl::StatusOr<int> OpenBeneathImpl(const std::string& root, absl::string_view relative,
+                                    bool no_xdev, int* root_fd_out);
+
 absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string_view relative) {
+  int root_fd = -1;
+  absl::StatusOr<int> fd = OpenBeneathImpl(root, relative, false, &root_fd);
+  if (!fd.ok()) return fd.status();
+  absl::Cleanup close_both = [root_fd, &fd] {
+    close(*fd);
+    close(root_fd);
+  };
+  std::string context = absl::StrCat("resolve \"", relative, "\" beneath ", root);
+  absl::StatusOr<std::string> root_path = ReadFdPath(root_fd);
+  if (!root_path.ok()) return root_path.status();
+  absl::StatusOr<std::string> path = ReadFdPath(*fd);
+  if (!path.ok()) return path.status();
+  if (!IsPathBeneath(*root_path, *path)) {
+    return absl::InternalError(
+        absl::StrCat(context, ": kernel answered ", *path, ", outside ", *root_path));
+  }
+  return path;
+}
+
+absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
+                                    bool no_xdev) {
+  int root_fd = -1;
+  absl::StatusOr<int> fd = OpenBeneathImpl(root, relative, no_xdev, &root_fd);
+  if (root_fd >= 0) close(root_fd);
+  return fd;
+}
+
+absl::StatusOr<int> OpenBeneathImpl(const std::string& root, absl::string_view relative,
+                                    bool no_xdev, int* root_fd_out) {
   if (root.empty()) return absl::InvalidArgumentError("root path is empty");
   if (root.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError("root path contains a NUL byte");
@@ -215,7 +249,7 @@ absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string
   std::string rel = relative.empty() ? std::string(".") : std::string(relative);
   struct open_how how = {};
   how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
   int fd = -1;
   int err = 0;
   // EAGAIN: a rename or mount raced with the walk; the kernel asks us to retry.
@@ -239,16 +273,9 @@ absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string
         return ErrnoError(err, context);
     }
   }
-  absl::Cleanup close_fd = [fd] { close(fd); };
-  absl::StatusOr<std::string> root_path = ReadFdPath(root_fd);
-  if (!root_path.ok()) return root_path.status();
-  absl::StatusOr<std::string> path = ReadFdPath(fd);
-  if (!path.ok()) return path.status();
-  if (!IsPathBeneath(*root_path, *path)) {
-    return absl::InternalError(
-        absl::StrCat(context, ": kernel answered ", *path, ", outside ", *root_path));
-  }
-  return path;
+  std::move(close_root).Cancel();
+  *root_fd_out = root_fd;
+  return fd;
 }
 
 }  // namespace lustre_csi::volume

@@ -70,6 +70,11 @@ absl::StatusOr<std::string> JoinBeneath(absl::string_view root, absl::string_vie
 // keep the tree out of that writer's reach.
 absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string_view relative);
 
+// The same resolution, returning the O_PATH descriptor of the result (the
+// caller closes it); with `no_xdev` the walk may not cross a mount either.
+absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
+                                    bool no_xdev);
+
 }  // namespace lustre_csi::volume
 
 #endif  // LUSTRE_CSI_PKG_VOLUME_SAFE_PATH_H_

@@ -85,6 +85,20 @@ class Syscalls {
     return absl::UnimplementedError("bind mounts with flags in one step are not supported");
   }
 
+  // Binds `relative` beneath the directory `root` at `target`: the source is
+  // resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+  // RESOLVE_NO_XDEV) and bound from that open file (open_tree(2)), so nothing
+  // swapped into the path after the check can be bound; the per-mount `flags`
+  // (MS_RDONLY, MS_NOSUID, ...) are set, and the copy is made private, before
+  // it is attached (mount_setattr(2), move_mount(2)): it joins no propagation
+  // group of its source, and a shared parent still propagates it as a new
+  // mount. INVALID_ARGUMENT when the path would leave `root`; NOT_FOUND when a
+  // component is missing; UNIMPLEMENTED without the kernel's new mount API.
+  virtual absl::Status BindBeneath(const std::string& root, const std::string& relative,
+                                   const std::string& target, unsigned long flags) {
+    return absl::UnimplementedError("bind mounts from a resolved file are not supported");
+  }
+
   // umount2(2) with MNT_FORCE / MNT_DETACH / UMOUNT_NOFOLLOW flags. A call
   // may block for as long as the kernel does; see UnmountWithEscalation
   // (cleanup.h) for a bounded wait.
