@@ -55,7 +55,7 @@ DEFINE_string(lustre_client, "shared",
               "sub-dir) or per-volume (one client mount per published volume)");
 DEFINE_string(lustre_client_dir, "",
               "lustre mode, shared clients: where client mounts live; the same directory on the "
-              "host and in the container (default: <working-mount-dir>/clients)");
+              "host and in the container; empty means <working-mount-dir>/clients");
 DEFINE_int32(readiness_interval_seconds, 15,
              "lustre and local mode: how often readiness (mount helper, kernel module) is "
              "checked again");
@@ -350,6 +350,19 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
   return RunDriver({"monolith", true, true}, args, streams);
 }
 
+// The node's flags, which the monolith takes too.
+std::vector<std::string> NodeFlags() {
+  std::vector<std::string> flags = kSharedFlags;
+  for (const char* f : {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root",
+                        "mount_namespace", "mount_helper", "working_mount_dir", "lustre_client",
+                        "lustre_client_dir", "max_concurrent_mounts", "mount_timeout_seconds",
+                        "readiness_interval_seconds", "max_volumes_per_node", "topology",
+                        "plugin_registration_dir", "kubelet_registration_path"}) {
+    flags.push_back(f);
+  }
+  return flags;
+}
+
 }  // namespace
 
 cli::Subcommand NodeSubcommand() {
@@ -361,14 +374,7 @@ cli::Subcommand NodeSubcommand() {
       "Mounts Lustre file systems into workload target paths (NodePublishVolume), reports\n"
       "usage and health (NodeGetVolumeStats) and applies fsGroup. NodeStageVolume is not\n"
       "offered. SIGTERM or SIGINT stops serving; mounts stay.";
-  sub.flags = kSharedFlags;
-  for (const char* f : {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root",
-                        "mount_namespace", "mount_helper", "working_mount_dir", "lustre_client",
-                        "lustre_client_dir", "max_concurrent_mounts", "mount_timeout_seconds",
-                        "readiness_interval_seconds", "max_volumes_per_node", "topology",
-                        "plugin_registration_dir", "kubelet_registration_path"}) {
-    sub.flags.push_back(f);
-  }
+  sub.flags = NodeFlags();
   sub.run = RunNode;
   return sub;
 }
@@ -393,33 +399,11 @@ cli::Subcommand MonolithSubcommand() {
       "--legacy_stderr_threshold_behavior, --add_dir_header, --skip_headers,\n"
       "--skip_log_headers, --one_output, --log_file and --log_file_max_size are accepted and\n"
       "ignored; --status-controller-only=true is refused.";
-  sub.flags = kSharedFlags;
-  for (const char* f : {"nodeid",
-                        "mount_mode",
-                        "enable_azurelustre_mock_mount",
-                        "local_root",
-                        "mount_namespace",
-                        "mount_helper",
-                        "working_mount_dir",
-                        "lustre_client",
-                        "lustre_client_dir",
-                        "max_concurrent_mounts",
-                        "mount_timeout_seconds",
-                        "readiness_interval_seconds",
-                        "max_volumes_per_node",
-                        "topology",
-                        "plugin_registration_dir",
-                        "kubelet_registration_path",
-                        "status_controller_only",
-                        "enable_azurelustre_mock_dyn_prov",
-                        "remove_not_ready_taint",
-                        "legacy_stderr_threshold_behavior",
-                        "add_dir_header",
-                        "skip_headers",
-                        "skip_log_headers",
-                        "one_output",
-                        "log_file",
-                        "log_file_max_size"}) {
+  sub.flags = NodeFlags();
+  for (const char* f :
+       {"status_controller_only", "enable_azurelustre_mock_dyn_prov", "remove_not_ready_taint",
+        "legacy_stderr_threshold_behavior", "add_dir_header", "skip_headers", "skip_log_headers",
+        "one_output", "log_file", "log_file_max_size"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunMonolith;
