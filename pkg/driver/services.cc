@@ -26,51 +26,43 @@ std::vector<Topology> ToTopologies(
 IdentityService::IdentityService(IdentityOptions options, server::MetricsRegistry* metrics)
     : options_(std::move(options)), metrics_(metrics) {}
 
-static grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx,
-                                          const grpc::Status& status) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
+grpc::Status IdentityService::GetPluginInfo(grpc::ServerContext*,
+                                            const csi::v1::GetPluginInfoRequest*,
+                                            csi::v1::GetPluginInfoResponse* res) {
+  return Serve(metrics_, "GetPluginInfo", [&] {
+    res->set_name(options_.driver_name);
+    res->set_vendor_version(options_.vendor_version);
+    return absl::OkStatus();
+  });
 }
 
-grpc::ServerUnaryReactor* IdentityService::GetPluginInfo(grpc::CallbackServerContext* ctx,
-                                                         const csi::v1::GetPluginInfoRequest*,
-                                                         csi::v1::GetPluginInfoResponse* res) {
-  return Finished(ctx, Serve(metrics_, "GetPluginInfo", [&] {
-                    res->set_name(options_.driver_name);
-                    res->set_vendor_version(options_.vendor_version);
-                    return absl::OkStatus();
-                  }));
+grpc::Status IdentityService::GetPluginCapabilities(grpc::ServerContext*,
+                                                    const csi::v1::GetPluginCapabilitiesRequest*,
+                                                    csi::v1::GetPluginCapabilitiesResponse* res) {
+  return Serve(metrics_, "GetPluginCapabilities", [&] {
+    if (options_.controller_service) {
+      res->add_capabilities()->mutable_service()->set_type(
+          csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
+    }
+    return absl::OkStatus();
+  });
 }
 
-grpc::ServerUnaryReactor* IdentityService::GetPluginCapabilities(
-    grpc::CallbackServerContext* ctx, const csi::v1::GetPluginCapabilitiesRequest*,
-    csi::v1::GetPluginCapabilitiesResponse* res) {
-  return Finished(ctx, Serve(metrics_, "GetPluginCapabilities", [&] {
-                    if (options_.controller_service) {
-                      res->add_capabilities()->mutable_service()->set_type(
-                          csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
-                    }
-                    return absl::OkStatus();
-                  }));
-}
-
-grpc::ServerUnaryReactor* IdentityService::Probe(grpc::CallbackServerContext* ctx,
-                                                 const csi::v1::ProbeRequest*,
-                                                 csi::v1::ProbeResponse* res) {
-  return Finished(ctx, Serve(metrics_, "Probe", [&] {
-                    absl::Status ready = options_.ready ? options_.ready() : absl::OkStatus();
-                    res->mutable_ready()->set_value(ready.ok());
-                    // Log transitions only: probes come every few seconds.
-                    if (last_ready_.exchange(ready.ok()) != ready.ok()) {
-                      if (ready.ok()) {
-                        LOG(INFO) << "probe: ready";
-                      } else {
-                        LOG(WARNING) << "probe: not ready: " << ready.message();
-                      }
-                    }
-                    return absl::OkStatus();
-                  }));
+grpc::Status IdentityService::Probe(grpc::ServerContext*, const csi::v1::ProbeRequest*,
+                                    csi::v1::ProbeResponse* res) {
+  return Serve(metrics_, "Probe", [&] {
+    absl::Status ready = options_.ready ? options_.ready() : absl::OkStatus();
+    res->mutable_ready()->set_value(ready.ok());
+    // Log transitions only: probes come every few seconds.
+    if (last_ready_.exchange(ready.ok()) != ready.ok()) {
+      if (ready.ok()) {
+        LOG(INFO) << "probe: ready";
+      } else {
+        LOG(WARNING) << "probe: not ready: " << ready.message();
+      }
+    }
+    return absl::OkStatus();
+  });
 }
 
 // -------------------------------------------------------------------- Node

@@ -24,21 +24,21 @@ struct IdentityOptions {
   std::function<absl::Status()> ready;
 };
 
-// Identity's calls never block (`ready` must not either), so they are served
-// with gRPC's callback API: answered on the thread that read the request,
-// with no hand-off to a worker thread.
-class IdentityService final : public csi::v1::Identity::CallbackService {
+// Identity's calls never block (`ready` must not either). Served like every
+// other service, synchronously: a callback-API service makes gRPC start
+// polling threads that sleep 100 ms after each idle second and then stall the
+// synchronous calls now and then (server/health.h).
+class IdentityService final : public csi::v1::Identity::Service {
  public:
   IdentityService(IdentityOptions options, server::MetricsRegistry* metrics);
 
-  grpc::ServerUnaryReactor* GetPluginInfo(grpc::CallbackServerContext*,
-                                          const csi::v1::GetPluginInfoRequest*,
-                                          csi::v1::GetPluginInfoResponse*) override;
-  grpc::ServerUnaryReactor* GetPluginCapabilities(grpc::CallbackServerContext*,
-                                                  const csi::v1::GetPluginCapabilitiesRequest*,
-                                                  csi::v1::GetPluginCapabilitiesResponse*) override;
-  grpc::ServerUnaryReactor* Probe(grpc::CallbackServerContext*, const csi::v1::ProbeRequest*,
-                                  csi::v1::ProbeResponse*) override;
+  grpc::Status GetPluginInfo(grpc::ServerContext*, const csi::v1::GetPluginInfoRequest*,
+                             csi::v1::GetPluginInfoResponse*) override;
+  grpc::Status GetPluginCapabilities(grpc::ServerContext*,
+                                     const csi::v1::GetPluginCapabilitiesRequest*,
+                                     csi::v1::GetPluginCapabilitiesResponse*) override;
+  grpc::Status Probe(grpc::ServerContext*, const csi::v1::ProbeRequest*,
+                     csi::v1::ProbeResponse*) override;
 
  private:
   const IdentityOptions options_;

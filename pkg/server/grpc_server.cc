@@ -3,7 +3,6 @@
 #include <glog/logging.h>
 #include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/support/server_interceptor.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "pkg/server/endpoint.h"
+#include "pkg/server/health.h"
 
 namespace lustre_csi::server {
 
@@ -77,7 +77,9 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
   absl::Status prepared = PrepareSocketPath(socket_path);
   if (!prepared.ok()) return prepared;
 
-  grpc::EnableDefaultHealthCheckService(true);
+  // Our own synchronous health service, not gRPC's callback-based one.
+  grpc::EnableDefaultHealthCheckService(false);
+  auto health = std::make_unique<HealthService>();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound = 0;
@@ -85,6 +87,7 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
                            &bound);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);
+  builder.RegisterService(health.get());
   auto calls = std::make_shared<CallCounter>();
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counting;
   counting.push_back(std::make_unique<CountingInterceptorFactory>(calls));
@@ -103,12 +106,16 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
   }
   LOG(INFO) << "serving gRPC on unix://" << socket_path;
   return std::unique_ptr<UnixGrpcServer>(
-      new UnixGrpcServer(socket_path, std::move(calls), std::move(server)));
+      new UnixGrpcServer(socket_path, std::move(calls), std::move(health), std::move(server)));
 }
 
 UnixGrpcServer::UnixGrpcServer(std::string socket_path, std::shared_ptr<CallCounter> calls,
+                               std::unique_ptr<HealthService> health,
                                std::unique_ptr<grpc::Server> server)
-    : socket_path_(std::move(socket_path)), calls_(std::move(calls)), server_(std::move(server)) {}
+    : socket_path_(std::move(socket_path)),
+      calls_(std::move(calls)),
+      health_(std::move(health)),
+      server_(std::move(server)) {}
 
 int UnixGrpcServer::InFlight() const { return calls_->Active(); }
 
@@ -117,16 +124,14 @@ UnixGrpcServer::~UnixGrpcServer() { Shutdown(absl::ZeroDuration()); }
 void UnixGrpcServer::SetServing(bool serving) {
   absl::MutexLock lock(&mu_);
   if (server_ == nullptr || shut_down_) return;
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (health != nullptr) health->SetServingStatus(serving);
+  health_->SetServing(serving);
 }
 
 void UnixGrpcServer::Shutdown(absl::Duration grace) {
   absl::MutexLock lock(&mu_);
   if (shut_down_) return;
   shut_down_ = true;
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (health != nullptr) health->Shutdown();
+  health_->Shutdown();
   // gRPC's Shutdown(deadline) would wait up to the deadline not only for the
   // calls in flight but also for every connection to finish a graceful
   // close, which a client that is not reading never finishes. So: stop

@@ -34,6 +34,7 @@ struct GrpcServerOptions {
 };
 
 class CallCounter;  // grpc_server.cc
+class HealthService;
 
 class UnixGrpcServer {
  public:
@@ -59,10 +60,11 @@ class UnixGrpcServer {
 
  private:
   UnixGrpcServer(std::string socket_path, std::shared_ptr<CallCounter> calls,
-                 std::unique_ptr<grpc::Server> server);
+                 std::unique_ptr<HealthService> health, std::unique_ptr<grpc::Server> server);
 
   const std::string socket_path_;
   const std::shared_ptr<CallCounter> calls_;
+  const std::unique_ptr<HealthService> health_;
   absl::Mutex mu_;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

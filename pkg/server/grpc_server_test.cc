@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "proto/health.grpc.pb.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
 namespace lustre_csi::server {
@@ -274,6 +275,36 @@ TEST_F(UnixGrpcServerTest, IdleConnectionDoesNotHoldUpShutdown) {
   if (!returned) close(fd);  // let it finish
   shutdown.join();
   if (returned) close(fd);
+  EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+TEST_F(UnixGrpcServerTest, HealthWatchFollowsTheStatusUntilShutdown) {
+  auto server = UnixGrpcServer::Start(path_, {&service_});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto health = grpc::health::v1::Health::NewStub(Channel());
+  grpc::health::v1::HealthCheckRequest other;
+  other.set_service("no.such.Service");
+  grpc::health::v1::HealthCheckResponse checked;
+  grpc::ClientContext check_ctx;
+  EXPECT_EQ(health->Check(&check_ctx, other, &checked).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  grpc::ClientContext ctx;
+  auto watch = health->Watch(&ctx, grpc::health::v1::HealthCheckRequest());
+  grpc::health::v1::HealthCheckResponse seen;
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  (*server)->SetServing(false);
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  (*server)->SetServing(true);
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  // Shutdown ends the watch (it does not wait out the grace period for it).
+  std::thread shutdown([&] { (*server)->Shutdown(absl::Hours(1)); });
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_FALSE(watch->Read(&seen));
+  shutdown.join();
   EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
 }
 
