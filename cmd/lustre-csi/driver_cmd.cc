@@ -337,12 +337,21 @@ int RunController(const std::vector<std::string>& args, cli::Streams streams) {
   return RunDriver({"controller", false, true}, args, streams);
 }
 
+// The Go driver's flags that the monolith accepts and ignores.
+const std::vector<std::string> kIgnoredGoFlags = {"enable_azurelustre_mock_dyn_prov",
+                                                  "remove_not_ready_taint",
+                                                  "legacy_stderr_threshold_behavior",
+                                                  "add_dir_header",
+                                                  "skip_headers",
+                                                  "skip_log_headers",
+                                                  "one_output",
+                                                  "log_file",
+                                                  "log_file_max_size"};
+
 int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
-  for (const char* ignored : {"enable_azurelustre_mock_dyn_prov", "remove_not_ready_taint",
-                              "legacy_stderr_threshold_behavior", "add_dir_header", "skip_headers",
-                              "skip_log_headers", "one_output", "log_file", "log_file_max_size"}) {
+  for (const std::string& ignored : kIgnoredGoFlags) {
     gflags::CommandLineFlagInfo info;
-    if (gflags::GetCommandLineFlagInfo(ignored, &info) && !info.is_default) {
+    if (gflags::GetCommandLineFlagInfo(ignored.c_str(), &info) && !info.is_default) {
       LOG(INFO) << "--" << ignored << "=" << info.current_value
                 << " accepted for the Go driver's command line and ignored";
     }
@@ -400,12 +409,8 @@ cli::Subcommand MonolithSubcommand() {
       "--skip_log_headers, --one_output, --log_file and --log_file_max_size are accepted and\n"
       "ignored; --status-controller-only=true is refused.";
   sub.flags = NodeFlags();
-  for (const char* f :
-       {"status_controller_only", "enable_azurelustre_mock_dyn_prov", "remove_not_ready_taint",
-        "legacy_stderr_threshold_behavior", "add_dir_header", "skip_headers", "skip_log_headers",
-        "one_output", "log_file", "log_file_max_size"}) {
-    sub.flags.push_back(f);
-  }
+  sub.flags.push_back("status_controller_only");
+  sub.flags.insert(sub.flags.end(), kIgnoredGoFlags.begin(), kIgnoredGoFlags.end());
   sub.run = RunMonolith;
   sub.implicit = true;
   return sub;

@@ -582,13 +582,13 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
 
   // Unstage when this was the last user of a stage the book records (or of
   // a stray mount at the staging path that no claim explains).
-  if (existing && OtherUsers(staging, key) > 0) {
+  if (OtherUsers(staging, key) > 0) {
+    if (!existing) return UnmountResult{};
     absl::Status dropped = DropClaims({key});
     if (!dropped.ok()) return dropped;
     LOG(INFO) << "unmounted " << what << "; " << staging << " stays staged for other users";
     return UnmountResult{};
   }
-  if (!existing && OtherUsers(staging, key) > 0) return UnmountResult{};
   std::optional<StagingRecord> record = FindStaging(staging);
   if (!record.has_value()) {
     absl::StatusOr<bool> stray = mounts_->IsMountPoint(staging);

@@ -31,7 +31,6 @@
 #include "pkg/server/metrics.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/mount_namespace.h"
-#include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::driver {
@@ -95,12 +94,9 @@ class MountBackend {
   // a bind of a mount that other targets share.
   virtual volume::UnmountOptions TargetUnmountOptions() const { return {}; }
 
-  // Whether Released wants to hear of unpublished mounts (reading the mount
-  // table for it costs an unpublish a little).
-  virtual bool TracksReleases() const { return false; }
-  // Called after the mount `was` (as the mount table showed it) was removed
-  // from a target, so a backend can let go of what only it needed.
-  virtual void Released(const volume::MountEntry& was) {}
+  // Called after a target was unmounted (or an unmount was tried), so a
+  // backend can let go of what no target needs any more.
+  virtual void Released() {}
 };
 
 struct LustreBackendOptions {

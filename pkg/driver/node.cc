@@ -162,14 +162,10 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
                                           volume::FsGroupChangePolicy::kOnRootMismatch);
       if (!status.ok()) {
         status = volume::Annotate(status, "applying fsGroup");
-        volume::MountChecker checker(sys_);
-        absl::StatusOr<std::optional<volume::MountEntry>> was =
-            backend_->TracksReleases() ? checker.FindMountAt(req.target_path)
-                                       : absl::StatusOr<std::optional<volume::MountEntry>>();
         absl::Status undo =
             volume::UnmountWithEscalation(*sys_, req.target_path, backend_->TargetUnmountOptions());
         if (!undo.ok()) LOG(ERROR) << "undoing mount at " << req.target_path << ": " << undo;
-        if (was.ok() && was->has_value()) backend_->Released(**was);
+        backend_->Released();
       }
     }
   }
@@ -214,10 +210,6 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
   if (absl::Status s = ValidateTargetPath(target_path); !s.ok()) return s;
   ScopedVolumeLock lock(&target_locks_, target_path);
   if (!lock.ok()) return Aborted(target_path);
-  // What is mounted there, for the backend to let go of after.
-  volume::MountChecker checker(sys_);
-  absl::StatusOr<std::optional<volume::MountEntry>> was = std::optional<volume::MountEntry>();
-  if (backend_->TracksReleases()) was = checker.FindMountAt(target_path);
   absl::Status status =
       volume::CleanupMountPoint(*sys_, target_path, backend_->TargetUnmountOptions());
   if (status.ok()) {
@@ -226,7 +218,7 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
   }
   // Also after a failure: the unmount may have worked before a later step
   // failed (the backend reads the mount table itself).
-  if (was.ok() && was->has_value()) backend_->Released(**was);
+  backend_->Released();
   if (status.ok()) {
     LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
   } else {

@@ -91,7 +91,6 @@ class SharedClientBackend : public MountBackend {
 
   absl::string_view Mode() const override { return "lustre"; }
   bool MakesMounts() const override { return true; }
-  bool TracksReleases() const override { return true; }
   volume::UnmountOptions TargetUnmountOptions() const override {
     volume::UnmountOptions options;
     options.force = false;  // MNT_FORCE on one bind would abort the shared client
@@ -157,7 +156,7 @@ class SharedClientBackend : public MountBackend {
     return false;
   }
 
-  void Released(const volume::MountEntry& was) override { Sweep(); }
+  void Released() override { Sweep(); }
 
   // Unmounts every client nothing uses: after an unpublish (of any client:
   // one that a crash left behind goes too), and once at start.
