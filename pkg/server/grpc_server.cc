@@ -86,6 +86,8 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
   builder.AddListeningPort(absl::StrCat("unix:", socket_path), grpc::InsecureServerCredentials(),
                            &bound);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              std::max(1, options.max_waiting_threads));
   for (grpc::Service* service : services) builder.RegisterService(service);
   builder.RegisterService(health.get());
   auto calls = std::make_shared<CallCounter>();
