@@ -41,22 +41,28 @@ pids+=($local_pid)
 mock_pid=$!
 pids+=($mock_pid)
 "$bin" controller --endpoint="unix://$w/ctl.sock" 2>/dev/null &
-pids+=($!)
+ctl_pid=$!
+pids+=($ctl_pid)
 wait_socket "$w/local.sock"; wait_socket "$w/mock.sock"; wait_socket "$w/ctl.sock"
 ctx="mgs-ip-address=10.0.0.4,fs-name=lustrefs"
-L=(--endpoint="unix://$w/local.sock")
-M=(--endpoint="unix://$w/mock.sock")
-C=(--endpoint="unix://$w/ctl.sock")
+L=(--endpoint="unix://$w/local.sock" --server-pid=$local_pid)
+M=(--endpoint="unix://$w/mock.sock" --server-pid=$mock_pid)
+C=(--endpoint="unix://$w/ctl.sock" --server-pid=$ctl_pid)
 
-run_client() {  # name, args...: records p50, p99, throughput of a csi-client run
+# Records what a load generator printed: latency p50, p99, p99.9 and maximum,
+# throughput, and the server's CPU time per operation.
+record_load() {  # name, line
+  local name=$1 line=$2
+  echo "# $name: $line"
+  local f
+  for f in p50_us p99_us p999_us max_us; do record "${name}_$f" "$(field $f <<<"$line")"; done
+  record "${name}_per_s" "$(field throughput <<<"$line")"
+  record "${name}_server_cpu_us" "$(field server_cpu_us_per_op <<<"$line")"
+}
+run_client() {  # name, csi-client args...
   local name=$1
   shift
-  local line
-  line=$("$client" "$@")
-  echo "# $name: $line"
-  record "${name}_p50_us" "$(field p50_us <<<"$line")"
-  record "${name}_p99_us" "$(field p99_us <<<"$line")"
-  record "${name}_per_s" "$(field throughput <<<"$line")"
+  record_load "$name" "$("$client" "$@")"
 }
 
 echo "== idle memory of the node after start"
@@ -99,10 +105,10 @@ pm_pid=$!
 pids+=($pm_pid)
 wait_socket "$w/pm.sock"
 "$mbench" --endpoint="unix://$w/pm.sock" --mode=healthy --n=1 >/dev/null
-line=$("$mbench" --endpoint="unix://$w/pm.sock" --mode=pairs --n=2000 --volume-context="$ctx")
-echo "# manager pairs: $line"
-record manager_pair_c1_p50_us "$(field p50_us <<<"$line")"
-record manager_pair_c1_per_s "$(field throughput <<<"$line")"
+record_load manager_pair_c1 "$("$mbench" --endpoint="unix://$w/pm.sock" --server-pid=$pm_pid \
+  --mode=pairs --n=2000 --volume-context="$ctx")"
+record_load manager_pair_c16 "$("$mbench" --endpoint="unix://$w/pm.sock" --server-pid=$pm_pid \
+  --mode=pairs --n=4000 --concurrency=16 --volume-context="$ctx")"
 line=$("$mbench" --endpoint="unix://$w/pm.sock" --mode=fill --n=1000 --volume-context="$ctx" --concurrency=4)
 echo "# manager fill: $line"
 kill -TERM $pm_pid

@@ -11,7 +11,8 @@
 // With --n=1 (the default) it prints the reply in protobuf text format and
 // exits 0 on success, 1 on an error status (printed as CODE: message). With
 // --n>1 it repeats the call from --concurrency threads and prints count,
-// errors, throughput and latency percentiles; the threads share one
+// errors, throughput and latency percentiles (p50 to p99.9 and the maximum),
+// and with --server-pid the server's CPU time per call; the threads share one
 // connection unless --channels says otherwise. In --target and --name, %d is
 // replaced by the call's index, so concurrent calls use distinct volumes.
 #include <gflags/gflags.h>
@@ -31,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/load_report.h"
 #include "google/protobuf/text_format.h"
 #include "proto/csi.grpc.pb.h"
 
@@ -49,6 +51,9 @@ DEFINE_string(mount_flags, "", "comma-separated mount flags");
 DEFINE_int64(n, 1, "number of calls (pairs count as one)");
 DEFINE_int32(concurrency, 1, "client threads");
 DEFINE_int32(timeout_seconds, 120, "per-call deadline");
+DEFINE_int32(server_pid, 0,
+             "also print the CPU time (user + system) this process spent per call during the "
+             "run, from /proc/<pid>/stat");
 DEFINE_int32(channels, 1,
              "connections to open, shared round-robin by the threads (1: one connection for "
              "all, as the kubelet calls a plugin; 0: one per thread)");
@@ -209,12 +214,6 @@ const char* CodeName(grpc::StatusCode code) {
   return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
 }
 
-double Percentile(std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  size_t i = static_cast<size_t>(p * (sorted.size() - 1) + 0.5);
-  return sorted[std::min(i, sorted.size() - 1)];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,6 +251,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> latencies(FLAGS_concurrency);
   std::string first_error;
   std::mutex error_mu;
+  lustre_csi::bench::ServerCpu server_cpu(FLAGS_server_pid);
   absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int t = 0; t < FLAGS_concurrency; ++t) {
@@ -272,13 +272,15 @@ int main(int argc, char** argv) {
   double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  printf(
-      "rpc=%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s "
-      "p50_us=%.1f p90_us=%.1f p99_us=%.1f max_us=%.1f\n",
-      FLAGS_rpc.c_str(), static_cast<long long>(FLAGS_n), FLAGS_concurrency,
-      static_cast<long long>(errors.load()), seconds, FLAGS_n / seconds, Percentile(all, 0.5),
-      Percentile(all, 0.9), Percentile(all, 0.99), all.back());
+  std::string cpu;
+  if (!server_cpu.Report(FLAGS_n, &cpu)) {
+    fprintf(stderr, "csi-client: cannot read /proc/%d/stat\n", FLAGS_server_pid);
+    return 1;
+  }
+  printf("rpc=%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s %s%s\n",
+         FLAGS_rpc.c_str(), static_cast<long long>(FLAGS_n), FLAGS_concurrency,
+         static_cast<long long>(errors.load()), seconds, FLAGS_n / seconds,
+         lustre_csi::bench::Percentiles(all).c_str(), cpu.c_str());
   if (!first_error.empty()) fprintf(stderr, "first error: %s\n", first_error.c_str());
   return errors == 0 ? 0 : 1;
 }

@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench/load_report.h"
 #include "proto/manager.grpc.pb.h"
 
 extern char** environ;
@@ -43,6 +44,9 @@ DEFINE_int64(n, 1000, "operations, claims or plugins");
 DEFINE_int32(concurrency, 1, "client threads");
 DEFINE_bool(distinct_volumes, true, "pairs: each pair its own volume");
 DEFINE_string(binary, "", "restore: the lustre-csi binary");
+DEFINE_int32(server_pid, 0,
+             "pairs, fill: also print the manager's CPU time (user + system) per operation, "
+             "from /proc/<pid>/stat");
 
 namespace {
 
@@ -97,17 +101,13 @@ grpc::Status Unmount(pb::PluginManager::Stub* stub, int64_t i) {
   return stub->UnmountVolume(&ctx, req, &res);
 }
 
-double Percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * (sorted.size() - 1) + 0.5))];
-}
-
 int Pairs(bool unmount) {
   auto stub = Stub();
   std::atomic<int64_t> next{0}, errors{0};
   std::vector<std::vector<double>> lat(FLAGS_concurrency);
   std::string first_error;
   std::mutex mu;
+  lustre_csi::bench::ServerCpu server_cpu(FLAGS_server_pid);
   absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int t = 0; t < FLAGS_concurrency; ++t) {
@@ -129,13 +129,15 @@ int Pairs(bool unmount) {
   double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::vector<double> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  printf(
-      "mode=%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s p50_us=%.1f "
-      "p99_us=%.1f\n",
-      FLAGS_mode.c_str(), static_cast<long long>(FLAGS_n), FLAGS_concurrency,
-      static_cast<long long>(errors.load()), seconds, FLAGS_n / seconds, Percentile(all, 0.5),
-      Percentile(all, 0.99));
+  std::string cpu;
+  if (!server_cpu.Report(FLAGS_n, &cpu)) {
+    fprintf(stderr, "manager-bench: cannot read /proc/%d/stat\n", FLAGS_server_pid);
+    return 1;
+  }
+  printf("mode=%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s %s%s\n",
+         FLAGS_mode.c_str(), static_cast<long long>(FLAGS_n), FLAGS_concurrency,
+         static_cast<long long>(errors.load()), seconds, FLAGS_n / seconds,
+         lustre_csi::bench::Percentiles(all).c_str(), cpu.c_str());
   if (!first_error.empty()) fprintf(stderr, "first error: %s\n", first_error.c_str());
   return errors == 0 ? 0 : 1;
 }
