@@ -216,7 +216,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, static_cast<int>(absl::ToInt64Milliseconds(options.lock_timeout)));
-  std::unique_ptr<StateStore> store(new StateStore(path, db));
+  std::unique_ptr<StateStore> store(new StateStore(path, db, options));
 
   // Runs `sql`, returns its first column's values.
   auto query = [&](absl::string_view sql,
@@ -308,7 +308,77 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
   return store;
 }
 
-StateStore::StateStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+StateStore::StateStore(std::string path, sqlite3* db, StateStoreOptions options)
+    : path_(std::move(path)), options_(std::move(options)), db_(db) {}
+
+struct StateStore::PendingWrite {
+  std::function<absl::Status()> apply;
+  absl::Status result;
+  bool done = false;  // guarded by write_mu_
+};
+
+int StateStore::waiting_writes() const {
+  absl::MutexLock lock(&write_mu_);
+  return static_cast<int>(waiting_.size());
+}
+
+absl::Status StateStore::Write(std::function<absl::Status()> apply) {
+  PendingWrite me;
+  me.apply = std::move(apply);
+  std::vector<PendingWrite*> batch;
+  {
+    absl::MutexLock lock(&write_mu_);
+    waiting_.push_back(&me);
+    // Either a committing thread takes this write along, or, once no commit
+    // is in progress, this thread commits everything that waits.
+    auto done_or_free = [this, &me]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) {
+      return me.done || !committing_;
+    };
+    write_mu_.Await(absl::Condition(&done_or_free));
+    if (me.done) return me.result;
+    committing_ = true;
+    batch.swap(waiting_);
+  }
+  CommitBatch(batch);
+  absl::MutexLock lock(&write_mu_);
+  for (PendingWrite* write : batch) write->done = true;
+  committing_ = false;
+  return me.result;
+}
+
+void StateStore::CommitBatch(const std::vector<PendingWrite*>& batch) {
+  absl::MutexLock lock(&mu_);
+  absl::Status begun = Exec("BEGIN IMMEDIATE;");
+  if (!begun.ok()) {
+    for (PendingWrite* write : batch) write->result = begun;
+    return;
+  }
+  // A lone write needs no savepoint: when it fails, the transaction is
+  // rolled back whole.
+  const bool savepoints = batch.size() > 1;
+  int applied = 0;
+  for (PendingWrite* write : batch) {
+    if (savepoints) write->result = Exec("SAVEPOINT write;");
+    if (write->result.ok()) write->result = write->apply();
+    if (write->result.ok() && savepoints) write->result = Exec("RELEASE write;");
+    if (write->result.ok()) {
+      ++applied;
+    } else if (savepoints) {
+      Exec("ROLLBACK TO write; RELEASE write;").IgnoreError();
+    }
+  }
+  if (applied == 0) {
+    Exec("ROLLBACK;").IgnoreError();
+    return;
+  }
+  if (options_.before_commit) options_.before_commit(applied);
+  absl::Status committed = Exec("COMMIT;");
+  if (committed.ok()) return;
+  Exec("ROLLBACK;").IgnoreError();
+  for (PendingWrite* write : batch) {
+    if (write->result.ok()) write->result = committed;
+  }
+}
 
 StateStore::~StateStore() { sqlite3_close(db_); }
 
@@ -323,33 +393,35 @@ absl::Status StateStore::Exec(absl::string_view sql) {
 }
 
 absl::Status StateStore::PutPlugin(const PluginRecord& record) {
-  absl::MutexLock lock(&mu_);
-  Stmt stmt(db_,
-            "INSERT OR REPLACE INTO plugins (id, name, type, endpoint, origin, "
-            "supported_versions, registered_at_us) VALUES (?, ?, ?, ?, ?, ?, ?)");
-  if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing plugin write", stmt.error());
-  stmt.Bind(1, record.id);
-  stmt.Bind(2, record.name);
-  stmt.Bind(3, PluginTypeName(record.type));
-  stmt.Bind(4, record.endpoint);
-  stmt.Bind(5, PluginOriginName(record.origin));
-  stmt.Bind(6, EncodeList(record.supported_versions));
-  stmt.Bind(7, absl::ToUnixMicros(record.registered_at));
-  if (stmt.Step() != SQLITE_DONE) {
-    return FromSqlite(path_, stmt.rc(), "writing plugin " + record.id, stmt.error());
-  }
-  return absl::OkStatus();
+  return Write([this, &record]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    Stmt stmt(db_,
+              "INSERT OR REPLACE INTO plugins (id, name, type, endpoint, origin, "
+              "supported_versions, registered_at_us) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing plugin write", stmt.error());
+    stmt.Bind(1, record.id);
+    stmt.Bind(2, record.name);
+    stmt.Bind(3, PluginTypeName(record.type));
+    stmt.Bind(4, record.endpoint);
+    stmt.Bind(5, PluginOriginName(record.origin));
+    stmt.Bind(6, EncodeList(record.supported_versions));
+    stmt.Bind(7, absl::ToUnixMicros(record.registered_at));
+    if (stmt.Step() != SQLITE_DONE) {
+      return FromSqlite(path_, stmt.rc(), "writing plugin " + record.id, stmt.error());
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status StateStore::DeletePlugin(absl::string_view id) {
-  absl::MutexLock lock(&mu_);
-  Stmt stmt(db_, "DELETE FROM plugins WHERE id = ?");
-  if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing plugin delete", stmt.error());
-  stmt.Bind(1, id);
-  if (stmt.Step() != SQLITE_DONE) {
-    return FromSqlite(path_, stmt.rc(), absl::StrCat("deleting plugin ", id), stmt.error());
-  }
-  return absl::OkStatus();
+  return Write([this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    Stmt stmt(db_, "DELETE FROM plugins WHERE id = ?");
+    if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing plugin delete", stmt.error());
+    stmt.Bind(1, id);
+    if (stmt.Step() != SQLITE_DONE) {
+      return FromSqlite(path_, stmt.rc(), absl::StrCat("deleting plugin ", id), stmt.error());
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::vector<PluginRecord>> StateStore::ListPlugins() {
@@ -388,36 +460,32 @@ absl::StatusOr<std::vector<PluginRecord>> StateStore::ListPlugins() {
 absl::Status StateStore::PutClaim(const Claim& claim) {
   absl::StatusOr<ClaimKey> key = KeyOf(claim);
   if (!key.ok()) return key.status();
-  absl::MutexLock lock(&mu_);
-  Stmt stmt(db_, absl::StrCat("INSERT OR REPLACE INTO claims (", kClaimColumns,
-                              ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-  if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing claim write", stmt.error());
-  BindKey(stmt, *key);
-  stmt.Bind(6, claim.remote_id);
-  stmt.Bind(7, int64_t{claim.usage.read_only});
-  stmt.Bind(8, AttachmentModeName(claim.usage.attachment_mode));
-  stmt.Bind(9, AccessModeName(claim.usage.access_mode));
-  stmt.Bind(10, claim.usage.fs_type);
-  stmt.Bind(11, EncodeList(claim.usage.mount_flags));
-  stmt.Bind(12, int64_t{claim.mount.staged});
-  stmt.Bind(13, claim.mount.source);
-  stmt.Bind(14, claim.mount.target);
-  stmt.Bind(15, ClaimStateName(claim.state));
-  stmt.Bind(16, absl::ToUnixMicros(claim.created_at));
-  if (stmt.Step() != SQLITE_DONE) {
-    return FromSqlite(path_, stmt.rc(), "writing claim", stmt.error());
-  }
-  return absl::OkStatus();
+  return Write([this, &claim, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    Stmt stmt(db_, absl::StrCat("INSERT OR REPLACE INTO claims (", kClaimColumns,
+                                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing claim write", stmt.error());
+    BindKey(stmt, *key);
+    stmt.Bind(6, claim.remote_id);
+    stmt.Bind(7, int64_t{claim.usage.read_only});
+    stmt.Bind(8, AttachmentModeName(claim.usage.attachment_mode));
+    stmt.Bind(9, AccessModeName(claim.usage.access_mode));
+    stmt.Bind(10, claim.usage.fs_type);
+    stmt.Bind(11, EncodeList(claim.usage.mount_flags));
+    stmt.Bind(12, int64_t{claim.mount.staged});
+    stmt.Bind(13, claim.mount.source);
+    stmt.Bind(14, claim.mount.target);
+    stmt.Bind(15, ClaimStateName(claim.state));
+    stmt.Bind(16, absl::ToUnixMicros(claim.created_at));
+    if (stmt.Step() != SQLITE_DONE) {
+      return FromSqlite(path_, stmt.rc(), "writing claim", stmt.error());
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status StateStore::DeleteClaims(const std::vector<ClaimKey>& keys) {
-  absl::MutexLock lock(&mu_);
-  absl::Status status = Exec("BEGIN IMMEDIATE;");
-  if (!status.ok()) return status;
-  status = DeleteClaimsLocked(keys);
-  if (status.ok()) status = Exec("COMMIT;");
-  if (!status.ok()) Exec("ROLLBACK;").IgnoreError();
-  return status;
+  return Write([this, &keys]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return DeleteClaimsLocked(keys); });
 }
 
 absl::Status StateStore::DeleteClaimsLocked(const std::vector<ClaimKey>& keys) {
@@ -478,21 +546,22 @@ absl::Status StateStore::PutStaging(const StagingRecord& record) {
   if (record.plugin.empty() || record.path.empty()) {
     return absl::InvalidArgumentError("staging record without plugin or path");
   }
-  absl::MutexLock lock(&mu_);
-  Stmt stmt(db_, absl::StrCat("INSERT OR REPLACE INTO stagings (", kStagingColumns,
-                              ") VALUES (?, ?, ?, ?, ?, ?, ?)"));
-  if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing staging write", stmt.error());
-  stmt.Bind(1, record.plugin);
-  stmt.Bind(2, record.path);
-  stmt.Bind(3, record.namespace_);
-  stmt.Bind(4, record.volume_id);
-  stmt.Bind(5, record.remote_id);
-  stmt.Bind(6, record.usage);
-  stmt.Bind(7, StagingStateName(record.state));
-  if (stmt.Step() != SQLITE_DONE) {
-    return FromSqlite(path_, stmt.rc(), "writing staging record", stmt.error());
-  }
-  return absl::OkStatus();
+  return Write([this, &record]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    Stmt stmt(db_, absl::StrCat("INSERT OR REPLACE INTO stagings (", kStagingColumns,
+                                ") VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    if (!stmt.ok()) return FromSqlite(path_, stmt.rc(), "preparing staging write", stmt.error());
+    stmt.Bind(1, record.plugin);
+    stmt.Bind(2, record.path);
+    stmt.Bind(3, record.namespace_);
+    stmt.Bind(4, record.volume_id);
+    stmt.Bind(5, record.remote_id);
+    stmt.Bind(6, record.usage);
+    stmt.Bind(7, StagingStateName(record.state));
+    if (stmt.Step() != SQLITE_DONE) {
+      return FromSqlite(path_, stmt.rc(), "writing staging record", stmt.error());
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::vector<StagingRecord>> StateStore::ListStagings() {
@@ -525,25 +594,21 @@ absl::StatusOr<std::vector<StagingRecord>> StateStore::ListStagings() {
 absl::Status StateStore::DeleteClaimsAndStaging(const std::vector<ClaimKey>& keys,
                                                 const std::string& plugin,
                                                 const std::string& staging_path) {
-  absl::MutexLock lock(&mu_);
-  absl::Status status = Exec("BEGIN IMMEDIATE;");
-  if (!status.ok()) return status;
-  status = DeleteClaimsLocked(keys);
-  if (status.ok() && !staging_path.empty()) {
-    Stmt stmt(db_, "DELETE FROM stagings WHERE plugin = ? AND path = ?");
-    if (!stmt.ok()) {
-      status = FromSqlite(path_, stmt.rc(), "preparing staging delete", stmt.error());
-    } else {
-      stmt.Bind(1, plugin);
-      stmt.Bind(2, staging_path);
-      if (stmt.Step() != SQLITE_DONE) {
-        status = FromSqlite(path_, stmt.rc(), "deleting staging record", stmt.error());
-      }
-    }
-  }
-  if (status.ok()) status = Exec("COMMIT;");
-  if (!status.ok()) Exec("ROLLBACK;").IgnoreError();
-  return status;
+  return Write(
+      [this, &keys, &plugin, &staging_path]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+        absl::Status status = DeleteClaimsLocked(keys);
+        if (!status.ok() || staging_path.empty()) return status;
+        Stmt stmt(db_, "DELETE FROM stagings WHERE plugin = ? AND path = ?");
+        if (!stmt.ok()) {
+          return FromSqlite(path_, stmt.rc(), "preparing staging delete", stmt.error());
+        }
+        stmt.Bind(1, plugin);
+        stmt.Bind(2, staging_path);
+        if (stmt.Step() != SQLITE_DONE) {
+          return FromSqlite(path_, stmt.rc(), "deleting staging record", stmt.error());
+        }
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace lustre_csi::csimanager
