@@ -72,8 +72,11 @@ R RunBounded(std::function<R()> fn, absl::Duration timeout, absl::string_view wh
 
 enum class UnmountOutcome { kUnmounted, kNotMounted };
 
+// `plain_result`, when set, is the outcome of a plain umount already tried
+// (or timed out) elsewhere; escalation goes on from there.
 absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target,
-                                        const UnmountOptions& opts) {
+                                        const UnmountOptions& opts,
+                                        std::optional<absl::Status> plain_result = std::nullopt) {
   struct Step {
     int flags;
     absl::Duration timeout;
@@ -89,8 +92,12 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
   for (const Step& step : steps) {
     if (step.flags == MNT_FORCE && !opts.force) continue;
     int flags = step.flags;
-    last = RunBounded<absl::Status>([s, target, flags] { return s->Unmount(target, flags); },
-                                    step.timeout, absl::StrCat(step.name, " ", target));
+    if (flags == 0 && plain_result.has_value()) {
+      last = *std::move(plain_result);
+    } else {
+      last = RunBounded<absl::Status>([s, target, flags] { return s->Unmount(target, flags); },
+                                      step.timeout, absl::StrCat(step.name, " ", target));
+    }
     if (last.ok()) return UnmountOutcome::kUnmounted;
     std::optional<int> err = ErrnoOf(last);
     if (err == EINVAL || err == ENOENT) return UnmountOutcome::kNotMounted;
@@ -131,18 +138,109 @@ absl::Status UnmountWithEscalation(Syscalls& sys, const std::string& target,
   return outcome.status();
 }
 
-absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
-                               const UnmountOptions& opts) {
-  std::string path = CleanPath(target);
+namespace {
+
+absl::Status DidNotReturn(absl::string_view what, const std::string& path, absl::Duration timeout) {
+  return absl::DeadlineExceededError(
+      absl::StrCat(what, " ", path, " did not return within ", absl::FormatDuration(timeout)));
+}
+
+// Removes the target once nothing is mounted there: rmdir only.
+absl::Status RemoveTarget(Syscalls& sys, const std::string& path, const FileInfo& info) {
+  if (!S_ISDIR(info.mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("clean up ", path, ": not a directory; left in place"));
+  }
+  absl::Status removed = sys.Rmdir(path);
+  if (removed.ok() || absl::IsNotFound(removed)) return absl::OkStatus();
+  std::optional<int> err = ErrnoOf(removed);
+  if (err == ENOTEMPTY || err == EEXIST) {
+    absl::Status out = absl::FailedPreconditionError(
+        absl::StrCat("clean up ", path, ": directory is not empty; nothing deleted"));
+    out.SetPayload(kErrnoPayloadUrl, absl::Cord(absl::StrCat(*err)));
+    return out;
+  }
+  return removed;
+}
+
+// Where the quick pass stopped: finished, or the first observation the
+// careful pass must go on from (a failed stat, or a mount whose plain
+// umount failed or hung), so that no system call is repeated.
+struct QuickOutcome {
+  bool done = false;
+  absl::Status status;  // when done
+  std::optional<absl::StatusOr<FileInfo>> stat;
+  std::optional<absl::Status> unmount;
+};
+
+// The state a quick pass shares with the caller that waits for it.
+struct QuickPass {
+  enum Stage { kStat, kUnmount, kRemove, kDone };
+  absl::Mutex mu;
+  Stage stage ABSL_GUARDED_BY(mu) = kStat;
+  bool abandoned ABSL_GUARDED_BY(mu) = false;
+  std::optional<FileInfo> mounted ABSL_GUARDED_BY(mu);  // the layer being unmounted
+  QuickOutcome outcome ABSL_GUARDED_BY(mu);
+
+  // Moves to `next` unless the caller stopped waiting.
+  bool Enter(Stage next, const FileInfo* info = nullptr) {
+    absl::MutexLock lock(&mu);
+    if (abandoned) return false;
+    stage = next;
+    if (info != nullptr) mounted = *info;
+    return true;
+  }
+  void Finish(QuickOutcome out) {
+    absl::MutexLock lock(&mu);
+    if (abandoned) return;
+    outcome = std::move(out);
+    stage = kDone;
+  }
+};
+
+// The common case of a cleanup in one go, without escalation: stat, plain
+// umount for every layer, rmdir. Anything unusual (a failed stat, a failed
+// umount) ends the pass with what it saw.
+void RunQuickPass(Syscalls& sys, const std::string& path, QuickPass& pass) {
+  MountChecker checker(&sys);
+  for (int layer = 0; layer <= kMaxLayers; ++layer) {
+    if (!pass.Enter(QuickPass::kStat)) return;
+    absl::StatusOr<FileInfo> info = sys.Stat(path);
+    if (absl::IsNotFound(info.status())) return pass.Finish({true, absl::OkStatus()});
+    if (!info.ok()) return pass.Finish({false, {}, info, std::nullopt});
+    absl::StatusOr<bool> is_mount = checker.IsMountPoint(path, *info);
+    if (!is_mount.ok()) return pass.Finish({false, {}, info, std::nullopt});
+    if (!*is_mount) {
+      if (!pass.Enter(QuickPass::kRemove)) return;
+      return pass.Finish({true, RemoveTarget(sys, path, *info)});
+    }
+    if (!pass.Enter(QuickPass::kUnmount, &*info)) return;
+    absl::Status unmounted = sys.Unmount(path, 0);
+    if (!unmounted.ok()) return pass.Finish({false, {}, info, unmounted});
+  }
+  pass.Finish({true, absl::FailedPreconditionError(absl::StrCat("clean up ", path, ": more than ",
+                                                                kMaxLayers, " mounts stacked"))});
+}
+
+// Every step bounded by its own timeout, with escalation; starts from what
+// the quick pass saw.
+absl::Status CarefulCleanup(Syscalls& sys, const std::string& path, const UnmountOptions& opts,
+                            QuickOutcome first) {
   MountChecker checker(&sys);
   for (int layer = 0; layer <= kMaxLayers; ++layer) {
     // A stat of a hung mount can block like an unmount; bound it the same way
     // and treat a timeout like a corrupted mount.
     Syscalls* s = &sys;
-    absl::StatusOr<FileInfo> info = RunBounded<absl::StatusOr<FileInfo>>(
-        [s, path] { return s->Stat(path); }, opts.plain_timeout, absl::StrCat("statx ", path));
+    absl::StatusOr<FileInfo> info = layer == 0 && first.stat.has_value()
+                                        ? *first.stat
+                                        : RunBounded<absl::StatusOr<FileInfo>>(
+                                              [s, path] { return s->Stat(path); },
+                                              opts.plain_timeout, absl::StrCat("statx ", path));
+    std::optional<absl::Status> plain_result = layer == 0 ? std::move(first.unmount) : std::nullopt;
     bool mounted = false;
-    if (info.ok()) {
+    if (plain_result.has_value()) {
+      mounted = true;  // the quick pass found a mount here
+    } else if (info.ok()) {
       absl::StatusOr<bool> is_mount = checker.IsMountPoint(path, *info);
       if (!is_mount.ok()) return is_mount.status();
       mounted = *is_mount;
@@ -161,32 +259,67 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
     }
 
     if (mounted) {
-      absl::StatusOr<UnmountOutcome> outcome = Escalate(sys, path, opts);
+      const bool resumed = plain_result.has_value();
+      absl::StatusOr<UnmountOutcome> outcome = Escalate(sys, path, opts, std::move(plain_result));
       if (!outcome.ok()) return outcome.status();
-      if (*outcome == UnmountOutcome::kNotMounted) {
+      // After a plain umount that hung, "not mounted" may just mean it
+      // finished meanwhile: look again.
+      if (*outcome == UnmountOutcome::kNotMounted && !resumed) {
         return absl::FailedPreconditionError(
             absl::StrCat("clean up ", path, ": looks mounted, but umount says it is not"));
       }
       continue;
     }
-
-    if (!S_ISDIR(info->mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("clean up ", path, ": not a directory; left in place"));
-    }
-    absl::Status removed = sys.Rmdir(path);
-    if (removed.ok() || absl::IsNotFound(removed)) return absl::OkStatus();
-    std::optional<int> err = ErrnoOf(removed);
-    if (err == ENOTEMPTY || err == EEXIST) {
-      absl::Status out = absl::FailedPreconditionError(
-          absl::StrCat("clean up ", path, ": directory is not empty; nothing deleted"));
-      out.SetPayload(kErrnoPayloadUrl, absl::Cord(absl::StrCat(*err)));
-      return out;
-    }
-    return removed;
+    return RemoveTarget(sys, path, *info);
   }
   return absl::FailedPreconditionError(
       absl::StrCat("clean up ", path, ": more than ", kMaxLayers, " mounts stacked"));
+}
+
+}  // namespace
+
+absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
+                               const UnmountOptions& opts) {
+  std::string path = CleanPath(target);
+  // The quick pass runs on one worker, waited for at most plain_timeout: one
+  // hand-over per cleanup in the common case instead of one per step.
+  auto pass = std::make_shared<QuickPass>();
+  if (opts.plain_timeout == absl::InfiniteDuration()) {
+    RunQuickPass(sys, path, *pass);
+  } else {
+    Syscalls* s = &sys;
+    absl::Status started =
+        BoundedRunner::Default().Run([s, path, pass] { RunQuickPass(*s, path, *pass); });
+    if (!started.ok()) return Annotate(started, absl::StrCat("clean up ", path));
+  }
+  QuickOutcome first;
+  {
+    absl::MutexLock lock(&pass->mu);
+    auto done = [&pass]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass->mu) {
+      return pass->stage == QuickPass::kDone;
+    };
+    if (pass->mu.AwaitWithTimeout(absl::Condition(&done), opts.plain_timeout)) {
+      first = std::move(pass->outcome);
+    } else {
+      // Hung: the pass may not go on; the careful pass resumes where it hangs.
+      pass->abandoned = true;
+      switch (pass->stage) {
+        case QuickPass::kStat:
+          first.stat = DidNotReturn("statx", path, opts.plain_timeout);
+          break;
+        case QuickPass::kUnmount:
+          first.stat = *pass->mounted;
+          first.unmount = DidNotReturn("umount", path, opts.plain_timeout);
+          break;
+        case QuickPass::kRemove:
+          return DidNotReturn("rmdir", path, opts.plain_timeout);
+        case QuickPass::kDone:
+          break;  // not reached: the condition held
+      }
+    }
+  }
+  if (first.done) return first.status;
+  return CarefulCleanup(sys, path, opts, std::move(first));
 }
 
 }  // namespace lustre_csi::volume
