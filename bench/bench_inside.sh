@@ -15,12 +15,17 @@ w=$(mktemp -d /tmp/lustre-csi-bench.XXXXXX)
 # Everything lives on a tmpfs of its own: one lazy unmount at the end takes
 # the whole tree with it, however many mounts the benchmarks made below it.
 mount -t tmpfs -o size=1g lustre-csi-bench "$w"
+# A few figures are taken on the disk too (ext4 here): mount targets and the
+# plugin manager's store, where mkdir, rmdir and fdatasync cost what they
+# cost on a node.
+disk=$(mktemp -d /var/tmp/lustre-csi-bench.XXXXXX)
 pids=()
 cleanup() {
   for pid in "${pids[@]:-}"; do [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   umount -l "$w"
   rmdir "$w"
+  rm -rf "$disk"
 }
 trap cleanup EXIT
 results=$OUT/results.txt
@@ -84,6 +89,9 @@ run_client pair_local_c16 "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/b%d
 run_client pair_local_c16_16conn "${L[@]}" --rpc=PublishUnpublish --target="$w/pods/e%d" --params="$ctx" --n=20000 --concurrency=16 --channels=16
 run_client pair_mock_c1 "${M[@]}" --rpc=PublishUnpublish --target="$w/pods/c%d" --params="$ctx" --n=5000
 run_client pair_mock_c16 "${M[@]}" --rpc=PublishUnpublish --target="$w/pods/d%d" --params="$ctx" --n=20000 --concurrency=16
+mkdir -p "$disk/pods"
+record fs_of_disk_figures "$(findmnt -n -o FSTYPE -T "$disk")"
+run_client pair_mock_c16_disk "${M[@]}" --rpc=PublishUnpublish --target="$disk/pods/d%d" --params="$ctx" --n=20000 --concurrency=16
 echo "== create+delete pairs"
 run_client create_delete_c1 "${C[@]}" --rpc=CreateDelete --name="pvc-%d" --params="$ctx" --n=10000
 run_client create_delete_c16 "${C[@]}" --rpc=CreateDelete --name="pvc-x%d" --params="$ctx" --n=40000 --concurrency=16
@@ -117,6 +125,22 @@ line=$("$mbench" --endpoint="unix://$w/pm.sock" --mode=restore --n=1000 --binary
   plugin-manager "${pm_args[@]}")
 echo "# $line"
 record manager_restore_1000_claims_ms "$(field exec_to_claims_listed_ms <<<"$line")"
+
+echo "== the plugin manager, its store on the disk"
+mkdir -p "$disk/state"
+"$bin" plugin-manager --endpoint="unix://$w/pmd.sock" --state-file="$disk/state/pm.db" \
+  --mount-root="$w/mounts-disk" --registration-dir="$w/reg" --fingerprint-period-seconds=30 \
+  --node-name=bench 2>"$w/pmd.log" &
+pmd_pid=$!
+pids+=($pmd_pid)
+wait_socket "$w/pmd.sock"
+"$mbench" --endpoint="unix://$w/pmd.sock" --mode=healthy --n=1 >/dev/null
+record_load manager_pair_c1_disk "$("$mbench" --endpoint="unix://$w/pmd.sock" \
+  --server-pid=$pmd_pid --mode=pairs --n=1000 --volume-context="$ctx")"
+record_load manager_pair_c16_disk "$("$mbench" --endpoint="unix://$w/pmd.sock" \
+  --server-pid=$pmd_pid --mode=pairs --n=3000 --concurrency=16 --volume-context="$ctx")"
+kill -TERM $pmd_pid
+wait $pmd_pid || true
 
 echo "== fingerprinting 50 plugins"
 mkdir -p "$w/reg50"
