@@ -9,8 +9,12 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/csimanager/test_util.h"
@@ -124,6 +128,103 @@ TEST(StateStoreTest, ClaimsRoundTripReplaceAndDelete) {
           .ok());
   EXPECT_THAT(*store->ListClaims(), IsEmpty());
   EXPECT_FALSE(store->GetClaim(key)->has_value());
+}
+
+// Records the size of every commit; the first commit holds until `hold_for`
+// further writes wait behind it, so they are sure to form one group.
+class CommitLog {
+ public:
+  explicit CommitLog(int hold_for) : hold_for_(hold_for) {}
+  StateStoreOptions Options() {
+    StateStoreOptions options;
+    options.before_commit = [this](int mutations) { OnCommit(mutations); };
+    return options;
+  }
+  void set_store(StateStore* store) { store_ = store; }
+  std::vector<int> sizes() {
+    absl::MutexLock lock(&mu_);
+    return sizes_;
+  }
+  // Blocks until the first commit has begun.
+  void AwaitFirst() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](std::vector<int>* sizes) { return !sizes->empty(); }, &sizes_));
+  }
+
+ private:
+  void OnCommit(int mutations) {
+    bool first;
+    {
+      absl::MutexLock lock(&mu_);
+      first = sizes_.empty();
+      sizes_.push_back(mutations);
+    }
+    if (!first) return;
+    absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (store_->waiting_writes() < hold_for_ && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+
+  const int hold_for_;
+  StateStore* store_ = nullptr;
+  absl::Mutex mu_;
+  std::vector<int> sizes_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(StateStoreTest, ConcurrentWritesShareOneCommit) {
+  TempDir dir;
+  std::string path = dir.Sub("state.db");
+  {
+    CommitLog log(/*hold_for=*/15);
+    auto opened = StateStore::Open(path, log.Options());
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    std::unique_ptr<StateStore> store = *std::move(opened);
+    log.set_store(store.get());
+    std::vector<std::thread> writers;
+    writers.emplace_back([&] { EXPECT_TRUE(store->PutClaim(SampleClaim("alloc-0")).ok()); });
+    log.AwaitFirst();
+    for (int i = 1; i < 16; ++i) {
+      writers.emplace_back(
+          [&, i] { EXPECT_TRUE(store->PutClaim(SampleClaim(absl::StrCat("alloc-", i))).ok()); });
+    }
+    for (std::thread& t : writers) t.join();
+    EXPECT_EQ(log.sizes(), (std::vector<int>{1, 15}));
+  }
+  EXPECT_EQ(MustOpen(path)->ListClaims()->size(), 16u);
+}
+
+TEST(StateStoreTest, FailedWriteInAGroupIsUndoneAlone) {
+  TempDir dir;
+  std::string path = dir.Sub("state.db");
+  ASSERT_NE(MustOpen(path), nullptr);
+  RawSql(path,
+         "CREATE TRIGGER refuse BEFORE INSERT ON claims WHEN NEW.alloc_id = 'bad' "
+         "BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END;");
+  {
+    CommitLog log(/*hold_for=*/2);
+    auto opened = StateStore::Open(path, log.Options());
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    std::unique_ptr<StateStore> store = *std::move(opened);
+    log.set_store(store.get());
+    std::thread first([&] { EXPECT_TRUE(store->PutClaim(SampleClaim("alloc-0")).ok()); });
+    log.AwaitFirst();
+    absl::Status bad, good;
+    std::thread t1([&] { bad = store->PutClaim(SampleClaim("bad")); });
+    std::thread t2([&] { good = store->PutClaim(SampleClaim("alloc-2")); });
+    first.join();
+    t1.join();
+    t2.join();
+    EXPECT_THAT(bad.message(), HasSubstr("refused by trigger"));
+    EXPECT_TRUE(good.ok()) << good;
+    // The second commit carried one write: the failed one was rolled back.
+    EXPECT_EQ(log.sizes(), (std::vector<int>{1, 1}));
+  }
+  std::vector<Claim> claims = *MustOpen(path)->ListClaims();
+  ASSERT_EQ(claims.size(), 2u);
+  EXPECT_EQ(claims[0].alloc_id, "alloc-0");
+  EXPECT_EQ(claims[1].alloc_id, "alloc-2");
 }
 
 TEST(StateStoreTest, StagingsRoundTripAndGoWithTheirClaims) {

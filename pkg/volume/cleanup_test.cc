@@ -369,5 +369,28 @@ TEST(CleanupMountPointTest, HungStatIsTreatedLikeCorruption) {
   sys.Release(Op::kStat);
 }
 
+TEST(CleanupMountPointTest, HungPlainUnmountGoesOnToForceNotAgainToPlain) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
+  sys.HangNext(Op::kUnmount, 1);
+  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_FALSE(sys.Exists("/t"));
+  // The plain umount that hung is not tried again: the next step is forced.
+  EXPECT_EQ(Flags(sys), (std::vector<int>{0, MNT_FORCE}));
+  sys.Release(Op::kUnmount);
+}
+
+TEST(CleanupMountPointTest, EveryFailureIsSeenOnceNotRetriedAway) {
+  // A stat error seen by the first pass is the answer; it is not asked again.
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  sys.FailNext(Op::kStat, EPERM);
+  EXPECT_EQ(CleanupMountPoint(sys, "/t", Short()).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(sys.CallCount(Op::kStat), 1);
+  EXPECT_TRUE(sys.Exists("/t"));
+}
+
 }  // namespace
 }  // namespace lustre_csi::volume
