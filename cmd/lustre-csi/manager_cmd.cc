@@ -25,6 +25,7 @@
 #include "pkg/csimanager/volume_mount_inspector.h"
 #include "pkg/server/endpoint.h"
 #include "pkg/server/grpc_server.h"
+#include "pkg/server/grpc_status.h"
 #include "pkg/server/http_server.h"
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
@@ -244,9 +245,7 @@ class Client {
 
   int Check(const grpc::Status& status) {
     if (status.ok()) return cli::kExitOk;
-    return Fail(
-        streams_, verb_,
-        absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message()));
+    return Fail(streams_, verb_, server::FromGrpcStatus(status));
   }
 
   void Json(const google::protobuf::Message& message) {

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "pkg/csimanager/grpc_status.h"
 #include "pkg/csimanager/path_segment.h"
+#include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -32,7 +32,7 @@ absl::StatusOr<Response> Call(
   ScopedCancelCallback on_cancel(options.cancel, [&context] { context.TryCancel(); });
   Response response;
   grpc::Status status = (stub->*method)(&context, request, &response);
-  if (!status.ok()) return FromGrpc(status, name);
+  if (!status.ok()) return server::FromGrpcStatus(status, name);
   return response;
 }
 

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "absl/time/clock.h"
-#include "pkg/csimanager/grpc_status.h"
+#include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -21,7 +21,7 @@ ManagerService::ManagerService(Manager* manager) : manager_(manager) {}
 grpc::Status ManagerService::ListPlugins(Context*, const pb::ListPluginsRequest* request,
                                          pb::ListPluginsResponse* response) {
   absl::StatusOr<std::optional<PluginType>> type = FromProto(request->type());
-  if (!type.ok()) return ToGrpc(type.status());
+  if (!type.ok()) return server::ToGrpcStatus(type.status());
   for (const PluginStatus& status : manager_->ListPlugins(*type)) {
     *response->add_plugins() = ToProto(status);
   }
@@ -33,13 +33,13 @@ grpc::Status ManagerService::WaitForPlugin(Context* context,
                                            pb::Plugin* response) {
   if (grpc::Status s = RequireNonEmpty(request->name(), "name"); !s.ok()) return s;
   absl::StatusOr<std::optional<PluginType>> type = FromProto(request->type());
-  if (!type.ok()) return ToGrpc(type.status());
+  if (!type.ok()) return server::ToGrpcStatus(type.status());
   absl::Time deadline =
       absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request->timeout_ms()));
   deadline = std::min(deadline, absl::FromChrono(context->deadline()));
   absl::StatusOr<PluginStatus> status =
       manager_->WaitForPlugin(type->value_or(PluginType::kNode), request->name(), deadline);
-  if (!status.ok()) return ToGrpc(status.status());
+  if (!status.ok()) return server::ToGrpcStatus(status.status());
   *response = ToProto(*status);
   return grpc::Status::OK;
 }
@@ -48,9 +48,9 @@ grpc::Status ManagerService::MountVolume(Context*, const pb::MountVolumeRequest*
                                          pb::MountVolumeResponse* response) {
   if (grpc::Status s = RequireNonEmpty(request->plugin(), "plugin"); !s.ok()) return s;
   absl::StatusOr<MountRequest> mount = FromProto(*request);
-  if (!mount.ok()) return ToGrpc(mount.status());
+  if (!mount.ok()) return server::ToGrpcStatus(mount.status());
   absl::StatusOr<MountInfo> info = manager_->MountVolume(request->plugin(), *mount);
-  if (!info.ok()) return ToGrpc(info.status());
+  if (!info.ok()) return server::ToGrpcStatus(info.status());
   *response->mutable_mount() = ToProto(*info);
   return grpc::Status::OK;
 }
@@ -59,9 +59,9 @@ grpc::Status ManagerService::UnmountVolume(Context*, const pb::UnmountVolumeRequ
                                            pb::UnmountVolumeResponse* response) {
   if (grpc::Status s = RequireNonEmpty(request->plugin(), "plugin"); !s.ok()) return s;
   absl::StatusOr<UnmountRequest> unmount = FromProto(*request);
-  if (!unmount.ok()) return ToGrpc(unmount.status());
+  if (!unmount.ok()) return server::ToGrpcStatus(unmount.status());
   absl::StatusOr<UnmountResult> result = manager_->UnmountVolume(request->plugin(), *unmount);
-  if (!result.ok()) return ToGrpc(result.status());
+  if (!result.ok()) return server::ToGrpcStatus(result.status());
   response->set_unstaged(result->unstaged);
   return grpc::Status::OK;
 }
@@ -69,7 +69,7 @@ grpc::Status ManagerService::UnmountVolume(Context*, const pb::UnmountVolumeRequ
 grpc::Status ManagerService::HasMount(Context*, const pb::HasMountRequest* request,
                                       pb::HasMountResponse* response) {
   absl::StatusOr<bool> mounted = manager_->HasMount(request->plugin(), FromProto(request->mount()));
-  if (!mounted.ok()) return ToGrpc(mounted.status());
+  if (!mounted.ok()) return server::ToGrpcStatus(mounted.status());
   response->set_mounted(*mounted);
   return grpc::Status::OK;
 }
@@ -90,7 +90,7 @@ grpc::Status ManagerService::GetNodeInfo(Context*, const pb::GetNodeInfoRequest*
 
 grpc::Status ManagerService::Drain(Context*, const pb::DrainRequest*, pb::DrainResponse* response) {
   absl::StatusOr<DrainResult> result = manager_->Drain();
-  if (!result.ok()) return ToGrpc(result.status());
+  if (!result.ok()) return server::ToGrpcStatus(result.status());
   response->set_unmounted(result->unmounted);
   for (const std::string& error : result->errors) response->add_errors(error);
   return grpc::Status::OK;

@@ -1,52 +1,9 @@
 #include "pkg/driver/grpc_glue.h"
 
 #include "absl/strings/str_cat.h"
+#include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::driver {
-namespace {
-
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::OK:
-      return "OK";
-    case grpc::CANCELLED:
-      return "CANCELLED";
-    case grpc::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::ABORTED:
-      return "ABORTED";
-    case grpc::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::INTERNAL:
-      return "INTERNAL";
-    case grpc::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
-}
-
-}  // namespace
 
 absl::Status CheckCapability(const csi::v1::VolumeCapability& cap) {
   if (cap.has_block()) {
@@ -94,7 +51,7 @@ CallMetrics::CallMetrics(server::MetricsRegistry* metrics) {
 
 void CallMetrics::Observe(const std::string& method, const grpc::Status& status, absl::Time start) {
   if (calls_ == nullptr) return;
-  calls_->Increment({method, CodeName(status.error_code())});
+  calls_->Increment({method, server::StatusCodeName(status.error_code())});
   latency_->Observe({method}, absl::ToDoubleSeconds(absl::Now() - start));
 }
 

@@ -15,4 +15,17 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                                          message.size() - kMaxStatusMessageBytes, " bytes cut)"));
 }
 
+absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view context) {
+  if (status.ok()) return absl::OkStatus();
+  std::string message = context.empty() ? status.error_message()
+                                        : absl::StrCat(context, ": ", status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
+}
+
+std::string StatusCodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
 }  // namespace lustre_csi::server
