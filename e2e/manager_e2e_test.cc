@@ -430,7 +430,7 @@ TEST_F(ManagerE2eTest, MetricsAndHealthOverHttp) {
   EXPECT_THAT(
       metrics,
       HasSubstr(
-          "lustre_csi_plugin_manager_operations_total{operation=\"mount\",result=\"ok\"} 1\n"));
+          "lustre_csi_plugin_manager_operations_total{operation=\"mount\",result=\"OK\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_claims{state=\"mounted\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("lustre_csi_plugin_manager_operation_duration_seconds_count{"));
   ASSERT_TRUE(Unmount(MountRequest(kDriver, "alloc-m", {})).ok());

@@ -19,7 +19,6 @@
 #include "pkg/csimanager/manager.h"
 #include "pkg/csimanager/manager_proto.h"
 #include "pkg/csimanager/manager_service.h"
-#include "pkg/csimanager/metrics.h"
 #include "pkg/csimanager/registry.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/volume_mount_inspector.h"
@@ -156,9 +155,13 @@ int RunDaemon(cli::Streams streams) {
   options.retry.max_attempts = FLAGS_retry_attempts;
   options.retry.per_attempt_timeout = absl::Seconds(FLAGS_attempt_timeout_seconds);
   options.shutdown_grace = absl::Seconds(FLAGS_shutdown_grace_seconds);
+  // Declared before the manager: the manager's metrics live here, and the
+  // HTTP server that renders them stops before the manager does.
+  server::MetricsRegistry metrics;
   csimanager::ManagerDeps deps;
   deps.store = store->get();
   deps.mounts = inspector.get();
+  deps.metrics = &metrics;
   Manager manager(options, deps);
 
   absl::StatusOr<csimanager::StartReport> report = manager.Start();
@@ -181,8 +184,6 @@ int RunDaemon(cli::Streams streams) {
       server::UnixGrpcServer::Start(*socket, {&service});
   if (!api.ok()) return Fail(streams, "", api.status());
 
-  server::MetricsRegistry metrics;
-  metrics.AddTextSource([&manager] { return csimanager::FormatPrometheus(manager.Stats()); });
   std::unique_ptr<server::HttpServer> http;
   if (!FLAGS_metrics_address.empty()) {
     absl::StatusOr<std::unique_ptr<server::HttpServer>> started = server::HttpServer::Start(

@@ -1,11 +1,13 @@
 #include "pkg/csimanager/manager.h"
 
+#include <map>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "pkg/csimanager/path_segment.h"
+#include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -21,6 +23,23 @@ bool SameInstance(const PluginRecord& a, const PluginRecord& b) {
 
 Manager::Manager(ManagerOptions options, ManagerDeps deps)
     : options_(std::move(options)), deps_(std::move(deps)), registry_(deps_.store, deps_.clock) {
+  server::MetricsRegistry* metrics = deps_.metrics;
+  if (metrics == nullptr) {
+    own_metrics_ = std::make_unique<server::MetricsRegistry>();
+    metrics = own_metrics_.get();
+  }
+  constexpr char kPrefix[] = "lustre_csi_plugin_manager_";
+  operations_ =
+      metrics->AddCounter(absl::StrCat(kPrefix, "operations_total"),
+                          "Volume operations by operation and result.", {"operation", "result"});
+  latency_ = metrics->AddHistogram(absl::StrCat(kPrefix, "operation_duration_seconds"),
+                                   "Latency of volume operations.", {"operation"},
+                                   server::LatencyBuckets());
+  plugins_ = metrics->AddGauge(absl::StrCat(kPrefix, "plugins"),
+                               "Active plugin instances by health.", {"health"});
+  claims_ =
+      metrics->AddGauge(absl::StrCat(kPrefix, "claims"), "Volume claims by state.", {"state"});
+  metrics->AddCollector([this] { CollectGauges(); });
   registry_.SetListener([this] { Reconcile(); });
 }
 
@@ -158,7 +177,8 @@ absl::Status Manager::BeginOperation() {
 }
 
 void Manager::EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start) {
-  metrics_.Record(operation, code, deps_.clock->Now() - start);
+  operations_->Increment({std::string(operation), server::StatusCodeName(code)});
+  latency_->Observe({std::string(operation)}, absl::ToDoubleSeconds(deps_.clock->Now() - start));
   absl::MutexLock lock(&mu_);
   --in_flight_;
 }
@@ -380,23 +400,24 @@ absl::Status Manager::Health() {
   return absl::OkStatus();
 }
 
-ManagerStats Manager::Stats() {
-  ManagerStats stats;
+void Manager::CollectGauges() {
   std::vector<std::shared_ptr<InstanceManager>> instances;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, instance] : instances_) instances.push_back(instance);
   }
+  double healthy = 0, unhealthy = 0;
   for (const auto& instance : instances) {
     if (instance->Status().healthy) {
-      ++stats.plugins_healthy;
+      ++healthy;
     } else {
-      ++stats.plugins_unhealthy;
+      ++unhealthy;
     }
   }
-  metrics_.Snapshot(&stats);
-  for (const Claim& claim : ListClaims()) ++stats.claims[std::string(ClaimStateName(claim.state))];
-  return stats;
+  plugins_->Reset({{{"healthy"}, healthy}, {{"unhealthy"}, unhealthy}});
+  std::map<server::LabelValues, double> claims;
+  for (const Claim& claim : ListClaims()) ++claims[{std::string(ClaimStateName(claim.state))}];
+  claims_->Reset(std::move(claims));
 }
 
 }  // namespace lustre_csi::csimanager

@@ -35,13 +35,13 @@
 #include "pkg/csimanager/clock.h"
 #include "pkg/csimanager/csi_client.h"
 #include "pkg/csimanager/instance_manager.h"
-#include "pkg/csimanager/metrics.h"
 #include "pkg/csimanager/mount_inspector.h"
 #include "pkg/csimanager/registration_watcher.h"
 #include "pkg/csimanager/registry.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/types.h"
 #include "pkg/csimanager/volume_manager.h"
+#include "pkg/server/metrics.h"
 
 namespace lustre_csi::csimanager {
 
@@ -65,6 +65,9 @@ struct ManagerDeps {
   MountInspector* mounts = nullptr;  // required
   Clock* clock = RealClock();
   CsiClientFactory client_factory = DialingClientFactory();
+  // Where the manager's metrics go (lustre_csi_plugin_manager_*); a private
+  // registry when null. It must not be rendered once the manager is gone.
+  server::MetricsRegistry* metrics = nullptr;
 };
 
 // What Start() found in the store.
@@ -127,7 +130,6 @@ class Manager {
 
   // OK while started and not shutting down (for /healthz).
   absl::Status Health();
-  ManagerStats Stats();
 
   Registry* registry() { return &registry_; }
 
@@ -140,13 +142,19 @@ class Manager {
   absl::StatusOr<VolumeManager*> Volumes(const std::string& plugin, bool create);
   absl::Status BeginOperation();
   void EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start);
+  // Sets the gauges (plugins by health, claims by state) before a render.
+  void CollectGauges();
 
   const ManagerOptions options_;
   const ManagerDeps deps_;
   Registry registry_;
   std::unique_ptr<RegistrationWatcher> watcher_;
   CancelToken cancel_;  // cancels volume operations at the end of the grace period
-  OperationMetrics metrics_;
+  std::unique_ptr<server::MetricsRegistry> own_metrics_;  // when deps.metrics is null
+  server::Counter* operations_;
+  server::Histogram* latency_;
+  server::Gauge* plugins_;
+  server::Gauge* claims_;
 
   absl::Mutex reconcile_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;

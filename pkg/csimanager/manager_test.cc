@@ -14,6 +14,7 @@
 #include "pkg/csimanager/fake_mount_inspector.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/test_util.h"
+#include "pkg/server/metrics.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -110,6 +111,8 @@ class ManagerTest : public ::testing::Test {
     deps.store = store_.get();
     deps.mounts = &mounts_;
     deps.clock = &clock_;
+    metrics_ = std::make_unique<server::MetricsRegistry>();
+    deps.metrics = metrics_.get();
     manager_ = std::make_unique<Manager>(options, deps);
     absl::StatusOr<StartReport> report = manager_->Start();
     ASSERT_TRUE(report.ok()) << report.status();
@@ -129,6 +132,7 @@ class ManagerTest : public ::testing::Test {
   testing::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
   std::map<std::string, std::unique_ptr<testing::FakePlugin>> plugins_;
+  std::unique_ptr<server::MetricsRegistry> metrics_;  // outlives manager_
   std::unique_ptr<Manager> manager_;
   StartReport report_;
 };
@@ -229,11 +233,15 @@ TEST_F(ManagerTest, MountsThroughTheActivePluginAndCounts) {
   EXPECT_EQ(manager_->UnmountVolume("nope.csi.test", Unmount("alloc-1")).status().code(),
             absl::StatusCode::kNotFound);
 
-  ManagerStats stats = manager_->Stats();
-  EXPECT_EQ(stats.plugins_healthy, 1);
-  EXPECT_EQ((stats.operations[{"mount", "ok"}]), 1);
-  EXPECT_EQ((stats.operations[{"mount", "not_found"}]), 1);
-  EXPECT_EQ(stats.claims["mounted"], 1);
+  std::string metrics = metrics_->Render();
+  EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_plugins{health=\"healthy\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_operations_total{operation=\"mount\","
+                                 "result=\"OK\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_operations_total{operation=\"mount\","
+                                 "result=\"NOT_FOUND\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_claims{state=\"mounted\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_operation_duration_seconds_count{"
+                                 "operation=\"mount\"} 2\n"));
 
   absl::StatusOr<UnmountResult> result = manager_->UnmountVolume("a.csi.test", Unmount("alloc-1"));
   ASSERT_TRUE(result.ok()) << result.status();
