@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -37,42 +38,28 @@ pb::AttachmentMode AttachmentToProto(AttachmentMode mode) {
   return pb::ATTACHMENT_MODE_UNSPECIFIED;
 }
 
+// The manager API's access modes are the CSI spec's, named ACCESS_MODE_<spec name>.
+constexpr absl::string_view kAccessPrefix = "ACCESS_MODE_";
+
 absl::StatusOr<AccessMode> AccessFromProto(pb::AccessMode mode) {
-  switch (mode) {
-    case pb::ACCESS_MODE_UNSPECIFIED:
-      return AccessMode::kUnspecified;
-    case pb::ACCESS_MODE_SINGLE_NODE_READER_ONLY:
-      return AccessMode::kSingleNodeReaderOnly;
-    case pb::ACCESS_MODE_SINGLE_NODE_WRITER:
-      return AccessMode::kSingleNodeWriter;
-    case pb::ACCESS_MODE_MULTI_NODE_READER_ONLY:
-      return AccessMode::kMultiNodeReaderOnly;
-    case pb::ACCESS_MODE_MULTI_NODE_SINGLE_WRITER:
-      return AccessMode::kMultiNodeSingleWriter;
-    case pb::ACCESS_MODE_MULTI_NODE_MULTI_WRITER:
-      return AccessMode::kMultiNodeMultiWriter;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("usage.access_mode: unknown value ", static_cast<int>(mode)));
+  if (mode == pb::ACCESS_MODE_UNSPECIFIED) return AccessMode::kUnspecified;
+  absl::string_view name = pb::AccessMode_Name(mode);
+  absl::StatusOr<AccessMode> ours = absl::ConsumePrefix(&name, kAccessPrefix)
+                                        ? ParseAccessModeSpecName(name)
+                                        : absl::InvalidArgumentError("");
+  if (!ours.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("usage.access_mode: unknown value ", static_cast<int>(mode)));
   }
+  return ours;
 }
 
 pb::AccessMode AccessToProto(AccessMode mode) {
-  switch (mode) {
-    case AccessMode::kSingleNodeReaderOnly:
-      return pb::ACCESS_MODE_SINGLE_NODE_READER_ONLY;
-    case AccessMode::kSingleNodeWriter:
-      return pb::ACCESS_MODE_SINGLE_NODE_WRITER;
-    case AccessMode::kMultiNodeReaderOnly:
-      return pb::ACCESS_MODE_MULTI_NODE_READER_ONLY;
-    case AccessMode::kMultiNodeSingleWriter:
-      return pb::ACCESS_MODE_MULTI_NODE_SINGLE_WRITER;
-    case AccessMode::kMultiNodeMultiWriter:
-      return pb::ACCESS_MODE_MULTI_NODE_MULTI_WRITER;
-    case AccessMode::kUnspecified:
-      break;
+  pb::AccessMode out = pb::ACCESS_MODE_UNSPECIFIED;
+  if (mode != AccessMode::kUnspecified) {
+    pb::AccessMode_Parse(absl::StrCat(kAccessPrefix, AccessModeSpecName(mode)), &out);
   }
-  return pb::ACCESS_MODE_UNSPECIFIED;
+  return out;
 }
 
 template <typename ProtoMap>

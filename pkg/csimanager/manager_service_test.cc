@@ -287,6 +287,10 @@ TEST(ManagerProtoTest, UsageRoundTrips) {
   pb::Usage bad;
   bad.set_attachment_mode(static_cast<pb::AttachmentMode>(7));
   EXPECT_EQ(FromProto(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  pb::Usage bad_access;
+  bad_access.set_attachment_mode(pb::ATTACHMENT_MODE_FILE_SYSTEM);
+  bad_access.set_access_mode(static_cast<pb::AccessMode>(99));
+  EXPECT_EQ(FromProto(bad_access).status().message(), "usage.access_mode: unknown value 99");
 }
 
 TEST(ManagerProtoTest, PluginSourceAndTypes) {

@@ -1,5 +1,7 @@
 #include "pkg/csimanager/types.h"
 
+#include <algorithm>
+#include <string>
 #include <tuple>
 
 #include "absl/status/status.h"
@@ -88,22 +90,44 @@ absl::string_view AttachmentModeName(AttachmentMode mode) {
   return "";
 }
 
+namespace {
+
+// Every access mode and its name: the one table the names, the CSI spec's
+// names and the protos' values derive from.
+struct AccessModeRow {
+  AccessMode mode;
+  const char* name;
+};
+constexpr AccessModeRow kAccessModes[] = {
+    {AccessMode::kSingleNodeReaderOnly, "single-node-reader-only"},
+    {AccessMode::kSingleNodeWriter, "single-node-writer"},
+    {AccessMode::kMultiNodeReaderOnly, "multi-node-reader-only"},
+    {AccessMode::kMultiNodeSingleWriter, "multi-node-single-writer"},
+    {AccessMode::kMultiNodeMultiWriter, "multi-node-multi-writer"},
+};
+
+}  // namespace
+
 absl::string_view AccessModeName(AccessMode mode) {
-  switch (mode) {
-    case AccessMode::kSingleNodeReaderOnly:
-      return "single-node-reader-only";
-    case AccessMode::kSingleNodeWriter:
-      return "single-node-writer";
-    case AccessMode::kMultiNodeReaderOnly:
-      return "multi-node-reader-only";
-    case AccessMode::kMultiNodeSingleWriter:
-      return "multi-node-single-writer";
-    case AccessMode::kMultiNodeMultiWriter:
-      return "multi-node-multi-writer";
-    case AccessMode::kUnspecified:
-      break;
+  for (const AccessModeRow& row : kAccessModes) {
+    if (row.mode == mode) return row.name;
   }
   return "";
+}
+
+std::string AccessModeSpecName(AccessMode mode) {
+  std::string name = absl::AsciiStrToUpper(AccessModeName(mode));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+absl::StatusOr<AccessMode> ParseAccessModeSpecName(absl::string_view name) {
+  std::string ours = absl::AsciiStrToLower(name);
+  std::replace(ours.begin(), ours.end(), '_', '-');
+  for (const AccessModeRow& row : kAccessModes) {
+    if (ours == row.name && name == AccessModeSpecName(row.mode)) return row.mode;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown access mode \"", name, "\""));
 }
 
 absl::StatusOr<AttachmentMode> ParseAttachmentMode(absl::string_view name) {
@@ -115,10 +139,8 @@ absl::StatusOr<AttachmentMode> ParseAttachmentMode(absl::string_view name) {
 }
 
 absl::StatusOr<AccessMode> ParseAccessMode(absl::string_view name) {
-  for (AccessMode mode : {AccessMode::kSingleNodeReaderOnly, AccessMode::kSingleNodeWriter,
-                          AccessMode::kMultiNodeReaderOnly, AccessMode::kMultiNodeSingleWriter,
-                          AccessMode::kMultiNodeMultiWriter}) {
-    if (name == AccessModeName(mode)) return mode;
+  for (const AccessModeRow& row : kAccessModes) {
+    if (name == row.name) return row.mode;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown access mode \"", name, "\""));
 }

@@ -83,6 +83,12 @@ absl::string_view AttachmentModeName(AttachmentMode mode);  // "file-system", "b
 absl::string_view AccessModeName(AccessMode mode);          // e.g. "multi-node-multi-writer"
 absl::StatusOr<AttachmentMode> ParseAttachmentMode(absl::string_view name);
 absl::StatusOr<AccessMode> ParseAccessMode(absl::string_view name);
+// The CSI spec's name of an access mode, e.g. "MULTI_NODE_MULTI_WRITER": the
+// value's name in csi.v1 VolumeCapability.AccessMode.Mode and, after
+// "ACCESS_MODE_", in the manager API. "" for kUnspecified; parsing "" or an
+// unknown name is INVALID_ARGUMENT.
+std::string AccessModeSpecName(AccessMode mode);
+absl::StatusOr<AccessMode> ParseAccessModeSpecName(absl::string_view name);
 
 // How an allocation uses a volume. Part of the mount paths, so two
 // allocations using one volume the same way share a staging mount.

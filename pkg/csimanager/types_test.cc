@@ -60,7 +60,13 @@ TEST(TypesTest, NamesRoundTrip) {
                        AccessMode::kMultiNodeReaderOnly, AccessMode::kMultiNodeSingleWriter,
                        AccessMode::kMultiNodeMultiWriter}) {
     EXPECT_EQ(*ParseAccessMode(AccessModeName(m)), m);
+    EXPECT_EQ(*ParseAccessModeSpecName(AccessModeSpecName(m)), m);
   }
+  EXPECT_EQ(AccessModeSpecName(AccessMode::kMultiNodeSingleWriter), "MULTI_NODE_SINGLE_WRITER");
+  EXPECT_EQ(AccessModeSpecName(AccessMode::kUnspecified), "");
+  EXPECT_FALSE(ParseAccessModeSpecName("").ok());
+  EXPECT_FALSE(ParseAccessModeSpecName("multi_node_multi_writer").ok());
+  EXPECT_FALSE(ParseAccessModeSpecName("SINGLE_NODE_MULTI_WRITER").ok());
   EXPECT_TRUE(ServesNode(PluginType::kMonolith));
   EXPECT_TRUE(ServesController(PluginType::kMonolith));
   EXPECT_FALSE(ServesNode(PluginType::kController));

@@ -24,24 +24,8 @@ csi::v1::VolumeCapability ToCapability(const VolumeUsage& usage) {
   }
   using Mode = csi::v1::VolumeCapability::AccessMode;
   Mode::Mode mode = Mode::UNKNOWN;
-  switch (usage.access_mode) {
-    case AccessMode::kSingleNodeReaderOnly:
-      mode = Mode::SINGLE_NODE_READER_ONLY;
-      break;
-    case AccessMode::kSingleNodeWriter:
-      mode = Mode::SINGLE_NODE_WRITER;
-      break;
-    case AccessMode::kMultiNodeReaderOnly:
-      mode = Mode::MULTI_NODE_READER_ONLY;
-      break;
-    case AccessMode::kMultiNodeSingleWriter:
-      mode = Mode::MULTI_NODE_SINGLE_WRITER;
-      break;
-    case AccessMode::kMultiNodeMultiWriter:
-      mode = Mode::MULTI_NODE_MULTI_WRITER;
-      break;
-    case AccessMode::kUnspecified:
-      break;
+  if (usage.access_mode != AccessMode::kUnspecified) {
+    Mode::Mode_Parse(AccessModeSpecName(usage.access_mode), &mode);
   }
   capability.mutable_access_mode()->set_mode(mode);
   return capability;
