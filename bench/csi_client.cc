@@ -247,40 +247,9 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  std::atomic<int64_t> next{0}, errors{0};
-  std::vector<std::vector<double>> latencies(FLAGS_concurrency);
-  std::string first_error;
-  std::mutex error_mu;
-  lustre_csi::bench::ServerCpu server_cpu(FLAGS_server_pid);
-  absl::Time start = absl::Now();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < FLAGS_concurrency; ++t) {
-    threads.emplace_back([&, t] {
-      for (int64_t i = next++; i < FLAGS_n; i = next++) {
-        absl::Time call_start = absl::Now();
-        grpc::Status s = clients[t % clients.size()]->Call(FLAGS_rpc, i, nullptr);
-        latencies[t].push_back(absl::ToDoubleMicroseconds(absl::Now() - call_start));
-        if (!s.ok()) {
-          ++errors;
-          std::lock_guard<std::mutex> lock(error_mu);
-          if (first_error.empty()) first_error = s.error_message();
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::vector<double> all;
-  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::string cpu;
-  if (!server_cpu.Report(FLAGS_n, &cpu)) {
-    fprintf(stderr, "csi-client: cannot read /proc/%d/stat\n", FLAGS_server_pid);
-    return 1;
-  }
-  printf("rpc=%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s %s%s\n",
-         FLAGS_rpc.c_str(), static_cast<long long>(FLAGS_n), FLAGS_concurrency,
-         static_cast<long long>(errors.load()), seconds, FLAGS_n / seconds,
-         lustre_csi::bench::Percentiles(all).c_str(), cpu.c_str());
-  if (!first_error.empty()) fprintf(stderr, "first error: %s\n", first_error.c_str());
-  return errors == 0 ? 0 : 1;
+  return lustre_csi::bench::RunLoad(absl::StrCat("rpc=", FLAGS_rpc), FLAGS_n, FLAGS_concurrency,
+                                    FLAGS_server_pid, [&clients](int thread, int64_t index) {
+                                      return clients[thread % clients.size()]->Call(FLAGS_rpc,
+                                                                                    index, nullptr);
+                                    });
 }

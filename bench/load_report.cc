@@ -3,13 +3,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace lustre_csi::bench {
 
@@ -50,6 +56,46 @@ std::string Percentiles(std::vector<double>& latencies_us) {
   return absl::StrFormat("p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f", at(0.5),
                          at(0.9), at(0.99), at(0.999),
                          latencies_us.empty() ? 0.0 : latencies_us.back());
+}
+
+int RunLoad(const std::string& label, int64_t n, int concurrency, int server_pid,
+            const std::function<grpc::Status(int thread, int64_t index)>& op) {
+  std::atomic<int64_t> next{0}, errors{0};
+  std::vector<std::vector<double>> latencies(concurrency);
+  std::string first_error;
+  std::mutex error_mu;
+  ServerCpu server_cpu(server_pid);
+  absl::Time start = absl::Now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < concurrency; ++t) {
+    threads.emplace_back([&, t] {
+      for (int64_t i = next++; i < n; i = next++) {
+        absl::Time call_start = absl::Now();
+        grpc::Status s = op(t, i);
+        latencies[t].push_back(absl::ToDoubleMicroseconds(absl::Now() - call_start));
+        if (!s.ok()) {
+          ++errors;
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (first_error.empty()) first_error = s.error_message();
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> all;
+  for (const std::vector<double>& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::string cpu;
+  if (!server_cpu.Report(n, &cpu)) {
+    fprintf(stderr, "cannot read /proc/%d/stat\n", server_pid);
+    return 1;
+  }
+  printf("%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s %s%s\n",
+         label.c_str(), static_cast<long long>(n), concurrency,
+         static_cast<long long>(errors.load()), seconds, n / seconds, Percentiles(all).c_str(),
+         cpu.c_str());
+  if (!first_error.empty()) fprintf(stderr, "first error: %s\n", first_error.c_str());
+  return errors == 0 ? 0 : 1;
 }
 
 }  // namespace lustre_csi::bench

@@ -4,6 +4,10 @@
 #ifndef LUSTRE_CSI_BENCH_LOAD_REPORT_H_
 #define LUSTRE_CSI_BENCH_LOAD_REPORT_H_
 
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +35,15 @@ class ServerCpu {
 // "p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.." of the latencies
 // (microseconds, any order); sorts them.
 std::string Percentiles(std::vector<double>& latencies_us);
+
+// Runs op(thread, index) for every index in [0, n) from `concurrency`
+// threads, timing each, then prints one line to stdout:
+//   <label> n=.. concurrency=.. errors=.. seconds=.. throughput=../s
+//   <Percentiles> [server_cpu_us_per_op=..]
+// and the first error to stderr. Returns the exit code: 0 when every call
+// succeeded, 1 otherwise or when the server's CPU time cannot be read.
+int RunLoad(const std::string& label, int64_t n, int concurrency, int server_pid,
+            const std::function<grpc::Status(int thread, int64_t index)>& op);
 
 }  // namespace lustre_csi::bench
 

@@ -103,43 +103,12 @@ grpc::Status Unmount(pb::PluginManager::Stub* stub, int64_t i) {
 
 int Pairs(bool unmount) {
   auto stub = Stub();
-  std::atomic<int64_t> next{0}, errors{0};
-  std::vector<std::vector<double>> lat(FLAGS_concurrency);
-  std::string first_error;
-  std::mutex mu;
-  lustre_csi::bench::ServerCpu server_cpu(FLAGS_server_pid);
-  absl::Time start = absl::Now();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < FLAGS_concurrency; ++t) {
-    threads.emplace_back([&, t] {
-      for (int64_t i = next++; i < FLAGS_n; i = next++) {
-        absl::Time s = absl::Now();
-        grpc::Status st = Mount(stub.get(), i);
-        if (st.ok() && unmount) st = Unmount(stub.get(), i);
-        lat[t].push_back(absl::ToDoubleMicroseconds(absl::Now() - s));
-        if (!st.ok()) {
-          ++errors;
-          std::lock_guard<std::mutex> l(mu);
-          if (first_error.empty()) first_error = st.error_message();
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::vector<double> all;
-  for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
-  std::string cpu;
-  if (!server_cpu.Report(FLAGS_n, &cpu)) {
-    fprintf(stderr, "manager-bench: cannot read /proc/%d/stat\n", FLAGS_server_pid);
-    return 1;
-  }
-  printf("mode=%s n=%lld concurrency=%d errors=%lld seconds=%.3f throughput=%.0f/s %s%s\n",
-         FLAGS_mode.c_str(), static_cast<long long>(FLAGS_n), FLAGS_concurrency,
-         static_cast<long long>(errors.load()), seconds, FLAGS_n / seconds,
-         lustre_csi::bench::Percentiles(all).c_str(), cpu.c_str());
-  if (!first_error.empty()) fprintf(stderr, "first error: %s\n", first_error.c_str());
-  return errors == 0 ? 0 : 1;
+  return lustre_csi::bench::RunLoad(absl::StrCat("mode=", FLAGS_mode), FLAGS_n, FLAGS_concurrency,
+                                    FLAGS_server_pid, [&stub, unmount](int, int64_t i) {
+                                      grpc::Status st = Mount(stub.get(), i);
+                                      if (st.ok() && unmount) st = Unmount(stub.get(), i);
+                                      return st;
+                                    });
 }
 
 int Restore(int argc, char** argv) {
