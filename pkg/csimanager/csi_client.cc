@@ -29,7 +29,7 @@ absl::StatusOr<Response> Call(
   context.set_deadline(std::chrono::system_clock::now() +
                        absl::ToChronoNanoseconds(options.timeout));
   context.set_wait_for_ready(false);
-  ScopedCancelCallback on_cancel(options.cancel, [&context] { context.TryCancel(); });
+  base::ScopedCancelCallback on_cancel(options.cancel, [&context] { context.TryCancel(); });
   Response response;
   grpc::Status status = (stub->*method)(&context, request, &response);
   if (!status.ok()) return server::FromGrpcStatus(status, name);

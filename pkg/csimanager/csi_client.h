@@ -23,14 +23,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/cancel.h"
+#include "pkg/base/cancel.h"
 #include "proto/csi.grpc.pb.h"
 
 namespace lustre_csi::csimanager {
 
 struct CallOptions {
   absl::Duration timeout = absl::Minutes(2);
-  CancelToken* cancel = nullptr;  // not owned; may be null
+  base::CancelToken* cancel = nullptr;  // not owned; may be null
 };
 
 class CsiClient {

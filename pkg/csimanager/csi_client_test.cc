@@ -81,7 +81,7 @@ TEST(CsiClientTest, MissingStubAndCancelledToken) {
   Mocks mocks = MakeMockClient();
   EXPECT_EQ(mocks.client->ControllerGetCapabilities(CallOptions()).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  CancelToken token;
+  base::CancelToken token;
   token.Cancel();
   CallOptions options;
   options.cancel = &token;
@@ -129,7 +129,7 @@ TEST_F(CsiClientFakePluginTest, HungCallEndsAtItsDeadline) {
 
 TEST_F(CsiClientFakePluginTest, HungCallEndsWhenCancelled) {
   plugin_->SetHang("Probe", true);
-  CancelToken token;
+  base::CancelToken token;
   CallOptions options;
   options.timeout = absl::Hours(1);
   options.cancel = &token;

@@ -4,11 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "pkg/base/status_macros.h"
 
 namespace lustre_csi::csimanager {
 
-InstanceManager::InstanceManager(PluginRecord record, CsiClientFactory client_factory, Clock* clock,
-                                 InstanceOptions options, Listener listener)
+InstanceManager::InstanceManager(PluginRecord record, CsiClientFactory client_factory,
+                                 base::Clock* clock, InstanceOptions options, Listener listener)
     : record_(std::move(record)),
       client_factory_(std::move(client_factory)),
       clock_(clock),
@@ -57,23 +58,20 @@ absl::StatusOr<CsiClient*> InstanceManager::Client() {
 }
 
 absl::Status InstanceManager::Probe(PluginStatus& next) {
-  absl::StatusOr<CsiClient*> client = Client();
-  if (!client.ok()) return client.status();
+  ASSIGN_OR_RETURN(CsiClient * client, Client());
   CallOptions call;
   call.timeout = options_.fingerprint_timeout;
   call.cancel = &stop_;
 
-  absl::StatusOr<csi::v1::GetPluginInfoResponse> info = (*client)->GetPluginInfo(call);
-  if (!info.ok()) return info.status();
-  if (info->name() != record_.name) {
+  ASSIGN_OR_RETURN(csi::v1::GetPluginInfoResponse info, client->GetPluginInfo(call));
+  if (info.name() != record_.name) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "plugin reports name \"", info->name(), "\" but is registered as \"", record_.name, "\""));
+        "plugin reports name \"", info.name(), "\" but is registered as \"", record_.name, "\""));
   }
-  next.vendor_name = info->name();
-  next.vendor_version = info->vendor_version();
+  next.vendor_name = info.name();
+  next.vendor_version = info.vendor_version();
 
-  absl::StatusOr<csi::v1::GetPluginCapabilitiesResponse> caps =
-      (*client)->GetPluginCapabilities(call);
+  absl::StatusOr<csi::v1::GetPluginCapabilitiesResponse> caps = client->GetPluginCapabilities(call);
   if (!caps.ok()) return caps.status();
   next.plugin_capabilities.clear();
   next.controller_service = false;
@@ -91,16 +89,15 @@ absl::Status InstanceManager::Probe(PluginStatus& next) {
     }
   }
 
-  absl::StatusOr<csi::v1::ProbeResponse> probe = (*client)->Probe(call);
-  if (!probe.ok()) return probe.status();
-  if (probe->has_ready() && !probe->ready().value()) {
+  ASSIGN_OR_RETURN(csi::v1::ProbeResponse probe, client->Probe(call));
+  if (probe.has_ready() && !probe.ready().value()) {
     return absl::UnavailableError("Probe: plugin reports it is not ready");
   }
 
   next.node_capabilities.clear();
   next.stage_unstage = false;
   if (ServesNode(record_.type)) {
-    absl::StatusOr<csi::v1::NodeGetInfoResponse> node = (*client)->NodeGetInfo(call);
+    absl::StatusOr<csi::v1::NodeGetInfoResponse> node = client->NodeGetInfo(call);
     if (!node.ok()) return node.status();
     if (node->node_id().empty()) {
       return absl::FailedPreconditionError("NodeGetInfo: plugin reports no node id");
@@ -112,7 +109,7 @@ absl::Status InstanceManager::Probe(PluginStatus& next) {
       next.topology[key] = value;
     }
     absl::StatusOr<csi::v1::NodeGetCapabilitiesResponse> node_caps =
-        (*client)->NodeGetCapabilities(call);
+        client->NodeGetCapabilities(call);
     if (!node_caps.ok()) return node_caps.status();
     for (const csi::v1::NodeServiceCapability& cap : node_caps->capabilities()) {
       if (!cap.has_rpc()) continue;
@@ -131,7 +128,7 @@ absl::Status InstanceManager::Probe(PluginStatus& next) {
           "plugin is registered as a controller but does not advertise CONTROLLER_SERVICE");
     }
     absl::StatusOr<csi::v1::ControllerGetCapabilitiesResponse> controller_caps =
-        (*client)->ControllerGetCapabilities(call);
+        client->ControllerGetCapabilities(call);
     if (!controller_caps.ok()) return controller_caps.status();
     for (const csi::v1::ControllerServiceCapability& cap : controller_caps->capabilities()) {
       if (!cap.has_rpc()) continue;

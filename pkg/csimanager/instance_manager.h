@@ -35,8 +35,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/cancel.h"
-#include "pkg/csimanager/clock.h"
+#include "pkg/base/cancel.h"
+#include "pkg/base/clock.h"
 #include "pkg/csimanager/csi_client.h"
 #include "pkg/csimanager/types.h"
 
@@ -78,7 +78,7 @@ class InstanceManager {
   // instance lock held.
   using Listener = std::function<void(const PluginStatus& status)>;
 
-  InstanceManager(PluginRecord record, CsiClientFactory client_factory, Clock* clock,
+  InstanceManager(PluginRecord record, CsiClientFactory client_factory, base::Clock* clock,
                   InstanceOptions options, Listener listener = nullptr);
   ~InstanceManager();
   InstanceManager(const InstanceManager&) = delete;
@@ -112,11 +112,11 @@ class InstanceManager {
 
   const PluginRecord record_;
   const CsiClientFactory client_factory_;
-  Clock* const clock_;
+  base::Clock* const clock_;
   const InstanceOptions options_;
   const Listener listener_;
 
-  CancelToken stop_;
+  base::CancelToken stop_;
   absl::Mutex run_mu_;
   bool started_ ABSL_GUARDED_BY(run_mu_) = false;
   std::thread thread_ ABSL_GUARDED_BY(run_mu_);

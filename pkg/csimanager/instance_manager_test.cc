@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/test_util.h"
 #include "proto/csi_mock.grpc.pb.h"
@@ -114,7 +114,7 @@ TEST_P(FingerprintTest, HealthFollowsThePlugin) {
   MockPlugin mocks;
   std::unique_ptr<CsiClient> client = Healthy(mocks);
   if (c.tweak) c.tweak(mocks);
-  FakeClock clock;
+  base::FakeClock clock;
   std::vector<PluginStatus> seen;
   InstanceManager instance(Record(c.type), OneClient(std::move(client)), &clock, InstanceOptions(),
                            [&](const PluginStatus& s) { seen.push_back(s); });
@@ -230,7 +230,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(InstanceManagerTest, RecordsTheFingerprint) {
   MockPlugin mocks;
   std::unique_ptr<CsiClient> client = Healthy(mocks);
-  FakeClock clock;
+  base::FakeClock clock;
   InstanceManager instance(Record(PluginType::kNode), OneClient(std::move(client)), &clock,
                            InstanceOptions());
   ASSERT_TRUE(instance.Fingerprint().ok());
@@ -251,7 +251,7 @@ TEST(InstanceManagerTest, RecordsTheFingerprint) {
 TEST(InstanceManagerTest, FailedFingerprintKeepsLastGoodCapabilities) {
   MockPlugin mocks;
   std::unique_ptr<CsiClient> client = Healthy(mocks);
-  FakeClock clock;
+  base::FakeClock clock;
   InstanceManager instance(Record(PluginType::kNode), OneClient(std::move(client)), &clock,
                            InstanceOptions());
   ASSERT_TRUE(instance.Fingerprint().ok());
@@ -268,7 +268,7 @@ TEST(InstanceManagerTest, FailedFingerprintKeepsLastGoodCapabilities) {
 }
 
 TEST(InstanceManagerTest, ClientFactoryErrorIsUnhealthy) {
-  FakeClock clock;
+  base::FakeClock clock;
   InstanceManager instance(
       Record(PluginType::kNode),
       [](const std::string&) -> absl::StatusOr<std::unique_ptr<CsiClient>> {
@@ -298,7 +298,7 @@ class InstanceManagerFakePluginTest : public ::testing::Test {
   absl::Time Soon() { return absl::Now() + absl::Seconds(30); }  // hang guard only
 
   testing::TempDir dir_;
-  FakeClock clock_;
+  base::FakeClock clock_;
 };
 
 TEST_F(InstanceManagerFakePluginTest, PeriodicFingerprintSeesTransitions) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "pkg/base/status_macros.h"
 #include "pkg/csimanager/path_segment.h"
 #include "pkg/server/grpc_status.h"
 
@@ -81,8 +82,7 @@ absl::StatusOr<StartReport> Manager::Start() {
     RegistrationWatcherOptions watch = options_.registration;
     watch.directory = options_.registration_dir;
     watcher_ = std::make_unique<RegistrationWatcher>(&registry_, watch);
-    absl::Status watching = watcher_->Start();
-    if (!watching.ok()) return watching;
+    RETURN_IF_ERROR(watcher_->Start());
   }
   LOG(INFO) << "plugin manager started: " << report.plugins_restored << " plugins and "
             << claims->size() << " claims restored";
@@ -153,16 +153,14 @@ absl::StatusOr<VolumeManager*> Manager::Volumes(const std::string& plugin, bool 
   auto it = volumes_.find(plugin);
   if (it != volumes_.end()) return it->second.get();
   if (!create) return absl::NotFoundError(absl::StrCat("no node plugin named ", plugin));
-  absl::Status name = ValidatePluginName(plugin);
-  if (!name.ok()) return name;
+  RETURN_IF_ERROR(ValidatePluginName(plugin));
   VolumeManagerOptions options;
   options.root = absl::StrCat(options_.mount_root, "/", plugin);
   options.retry = options_.retry;
   auto volumes = std::make_unique<VolumeManager>(
       plugin, options, [this, plugin] { return ActiveInstance(plugin, PluginType::kNode); },
       deps_.store, deps_.mounts, deps_.clock, &cancel_);
-  absl::StatusOr<RestoreReport> report = volumes->Restore();
-  if (!report.ok()) return report.status();
+  ASSIGN_OR_RETURN(RestoreReport report, volumes->Restore());
   VolumeManager* raw = volumes.get();
   volumes_[plugin] = std::move(volumes);
   return raw;
@@ -247,8 +245,7 @@ absl::StatusOr<PluginStatus> Manager::WaitForPlugin(PluginType type, const std::
 
 absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
                                                const MountRequest& request) {
-  absl::Status begun = BeginOperation();
-  if (!begun.ok()) return begun;
+  RETURN_IF_ERROR(BeginOperation());
   absl::Time start = deps_.clock->Now();
   absl::StatusOr<MountInfo> result = [&]() -> absl::StatusOr<MountInfo> {
     absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/false);
@@ -267,8 +264,7 @@ absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
 
 absl::StatusOr<UnmountResult> Manager::UnmountVolume(const std::string& plugin,
                                                      const UnmountRequest& request) {
-  absl::Status begun = BeginOperation();
-  if (!begun.ok()) return begun;
+  RETURN_IF_ERROR(BeginOperation());
   absl::Time start = deps_.clock->Now();
   absl::StatusOr<UnmountResult> result = [&]() -> absl::StatusOr<UnmountResult> {
     bool known = registry_.Active(plugin, PluginType::kNode).has_value();
@@ -328,8 +324,7 @@ NodeInfo Manager::GetNodeInfo() {
 }
 
 absl::StatusOr<DrainResult> Manager::Drain() {
-  absl::Status begun = BeginOperation();
-  if (!begun.ok()) return begun;
+  RETURN_IF_ERROR(BeginOperation());
   absl::Time start = deps_.clock->Now();
   std::vector<VolumeManager*> all;
   {

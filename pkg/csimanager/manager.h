@@ -31,8 +31,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/cancel.h"
-#include "pkg/csimanager/clock.h"
+#include "pkg/base/cancel.h"
+#include "pkg/base/clock.h"
 #include "pkg/csimanager/csi_client.h"
 #include "pkg/csimanager/instance_manager.h"
 #include "pkg/csimanager/mount_inspector.h"
@@ -63,7 +63,7 @@ struct ManagerOptions {
 struct ManagerDeps {
   StateStore* store = nullptr;       // required
   MountInspector* mounts = nullptr;  // required
-  Clock* clock = RealClock();
+  base::Clock* clock = base::RealClock();
   CsiClientFactory client_factory = DialingClientFactory();
   // Where the manager's metrics go (lustre_csi_plugin_manager_*); a private
   // registry when null. It must not be rendered once the manager is gone.
@@ -149,7 +149,7 @@ class Manager {
   const ManagerDeps deps_;
   Registry registry_;
   std::unique_ptr<RegistrationWatcher> watcher_;
-  CancelToken cancel_;  // cancels volume operations at the end of the grace period
+  base::CancelToken cancel_;  // cancels volume operations at the end of the grace period
   std::unique_ptr<server::MetricsRegistry> own_metrics_;  // when deps.metrics is null
   server::Counter* operations_;
   server::Histogram* latency_;

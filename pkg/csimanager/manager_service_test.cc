@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/fake_mount_inspector.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/manager_proto.h"
@@ -107,7 +107,7 @@ class ManagerServiceTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  FakeClock clock_;
+  base::FakeClock clock_;
   testing::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<testing::FakePlugin> plugin_;

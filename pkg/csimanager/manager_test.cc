@@ -10,7 +10,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/fake_mount_inspector.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/test_util.h"
@@ -128,7 +128,7 @@ class ManagerTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string reg_dir_;
-  FakeClock clock_;  // never advanced: each instance fingerprints once, at start
+  base::FakeClock clock_;  // never advanced: each instance fingerprints once, at start
   testing::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
   std::map<std::string, std::unique_ptr<testing::FakePlugin>> plugins_;

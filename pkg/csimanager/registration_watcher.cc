@@ -284,7 +284,7 @@ void RegistrationWatcher::Register(const std::string& path, uint64_t generation)
   pluginregistration::PluginInfo info;
   {
     std::unique_ptr<grpc::ClientContext> context = Context(options_.call_timeout);
-    ScopedCancelCallback cancel(&stop_, [&context] { context->TryCancel(); });
+    base::ScopedCancelCallback cancel(&stop_, [&context] { context->TryCancel(); });
     grpc::Status status = stub->GetInfo(context.get(), pluginregistration::InfoRequest(), &info);
     if (!status.ok()) {
       Finish(path, generation, Outcome::kRetry, "",
@@ -336,7 +336,7 @@ void RegistrationWatcher::Register(const std::string& path, uint64_t generation)
 
   {
     std::unique_ptr<grpc::ClientContext> context = Context(options_.call_timeout);
-    ScopedCancelCallback cancel(&stop_, [&context] { context->TryCancel(); });
+    base::ScopedCancelCallback cancel(&stop_, [&context] { context->TryCancel(); });
     pluginregistration::RegistrationStatus notice;
     notice.set_plugin_registered(registered);
     notice.set_error(reason);

@@ -38,7 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/cancel.h"
+#include "pkg/base/cancel.h"
 #include "pkg/csimanager/registry.h"
 
 namespace lustre_csi::csimanager {
@@ -105,7 +105,7 @@ class RegistrationWatcher {
 
   Registry* const registry_;
   const RegistrationWatcherOptions options_;
-  CancelToken stop_;
+  base::CancelToken stop_;
   int inotify_fd_ = -1;
   int wake_fd_ = -1;
   std::thread thread_;

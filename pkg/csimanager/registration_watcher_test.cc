@@ -11,7 +11,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/test_util.h"
 
@@ -85,7 +85,7 @@ class RegistrationWatcherTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string reg_dir_;
-  FakeClock clock_;
+  base::FakeClock clock_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Registry> registry_;
   std::map<std::string, std::unique_ptr<testing::FakePlugin>> plugins_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "pkg/base/status_macros.h"
 #include "pkg/csimanager/path_segment.h"
 
 namespace lustre_csi::csimanager {
@@ -102,15 +103,14 @@ absl::Status ValidateRecord(const PluginRecord& record) {
   return absl::OkStatus();
 }
 
-Registry::Registry(StateStore* store, Clock* clock) : store_(store), clock_(clock) {}
+Registry::Registry(StateStore* store, base::Clock* clock) : store_(store), clock_(clock) {}
 
 absl::Status Registry::Restore() {
   if (store_ == nullptr) return absl::OkStatus();
-  absl::StatusOr<std::vector<PluginRecord>> stored = store_->ListPlugins();
-  if (!stored.ok()) return stored.status();
+  ASSIGN_OR_RETURN(std::vector<PluginRecord> stored, store_->ListPlugins());
   {
     absl::MutexLock lock(&mu_);
-    for (PluginRecord& record : *stored) {
+    for (PluginRecord& record : stored) {
       record.restored = true;
       std::string id = record.id;
       records_[id] = std::move(record);
@@ -121,16 +121,14 @@ absl::Status Registry::Restore() {
 }
 
 absl::Status Registry::Upsert(PluginRecord record) {
-  absl::Status valid = ValidateRecord(record);
-  if (!valid.ok()) return valid;
+  RETURN_IF_ERROR(ValidateRecord(record));
   record.restored = false;
   {
     absl::MutexLock lock(&mu_);
     auto it = records_.find(record.id);
     if (it != records_.end() && it->second == record) return absl::OkStatus();
     if (store_ != nullptr) {
-      absl::Status stored = store_->PutPlugin(record);
-      if (!stored.ok()) return stored;
+      RETURN_IF_ERROR(store_->PutPlugin(record));
     }
     std::string id = record.id;
     records_[id] = std::move(record);
@@ -145,8 +143,7 @@ absl::Status Registry::Remove(absl::string_view id) {
     auto it = records_.find(std::string(id));
     if (it == records_.end()) return absl::OkStatus();
     if (store_ != nullptr) {
-      absl::Status deleted = store_->DeletePlugin(id);
-      if (!deleted.ok()) return deleted;
+      RETURN_IF_ERROR(store_->DeletePlugin(id));
     }
     records_.erase(it);
   }
@@ -160,8 +157,7 @@ absl::Status Registry::ReplaceStatic(std::vector<PluginRecord> records) {
     record.origin = PluginOrigin::kStatic;
     record.id = StaticPluginId(record.type, record.name);
     record.restored = false;
-    absl::Status valid = ValidateRecord(record);
-    if (!valid.ok()) return valid;
+    RETURN_IF_ERROR(ValidateRecord(record));
     if (!wanted.insert(record.id).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("static plugin ", record.name, " is listed twice"));

@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "pkg/csimanager/clock.h"
+#include "pkg/base/clock.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/types.h"
 
@@ -54,7 +54,7 @@ class Registry {
  public:
   using Listener = std::function<void()>;
 
-  Registry(StateStore* store, Clock* clock);
+  Registry(StateStore* store, base::Clock* clock);
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
@@ -91,7 +91,7 @@ class Registry {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   StateStore* const store_;
-  Clock* const clock_;
+  base::Clock* const clock_;
   mutable absl::Mutex mu_;
   std::map<std::string, PluginRecord> records_ ABSL_GUARDED_BY(mu_);  // by id
   absl::Mutex listener_mu_;

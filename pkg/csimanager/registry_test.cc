@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/test_util.h"
 
 namespace lustre_csi::csimanager {
@@ -105,7 +105,7 @@ class RegistryTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  FakeClock clock_;
+  base::FakeClock clock_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Registry> registry_;
 };

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
+#include "pkg/base/status_macros.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -169,12 +170,10 @@ absl::StatusOr<Claim> ClaimFromRow(Stmt& row) {
   std::string usage_name = row.Text(4);
   claim.remote_id = row.Text(5);
   claim.usage.read_only = row.Int(6) != 0;
-  absl::StatusOr<AttachmentMode> attachment = ParseAttachmentMode(row.Text(7));
-  if (!attachment.ok()) return attachment.status();
-  claim.usage.attachment_mode = *attachment;
-  absl::StatusOr<AccessMode> access = ParseAccessMode(row.Text(8));
-  if (!access.ok()) return access.status();
-  claim.usage.access_mode = *access;
+  ASSIGN_OR_RETURN(AttachmentMode attachment, ParseAttachmentMode(row.Text(7)));
+  claim.usage.attachment_mode = attachment;
+  ASSIGN_OR_RETURN(AccessMode access, ParseAccessMode(row.Text(8)));
+  claim.usage.access_mode = access;
   claim.usage.fs_type = row.Text(9);
   absl::StatusOr<std::vector<std::string>> flags = DecodeList(row.Text(10));
   if (!flags.ok()) return flags.status();
@@ -244,8 +243,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
   {
     // Take the exclusive lock now, so a second manager fails here.
     absl::MutexLock lock(&store->mu_);
-    absl::Status locked = store->Exec("BEGIN EXCLUSIVE; COMMIT;");
-    if (!locked.ok()) return locked;
+    RETURN_IF_ERROR(store->Exec("BEGIN EXCLUSIVE; COMMIT;"));
   }
 
   rows = query(options.full_integrity_check ? "PRAGMA integrity_check" : "PRAGMA quick_check",

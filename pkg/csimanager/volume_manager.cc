@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "pkg/base/status_macros.h"
 #include "pkg/csimanager/path_segment.h"
 
 namespace lustre_csi::csimanager {
@@ -66,7 +67,7 @@ bool IsRetryable(absl::StatusCode code) {
 
 VolumeManager::VolumeManager(std::string plugin, VolumeManagerOptions options,
                              InstanceResolver resolver, StateStore* store, MountInspector* mounts,
-                             Clock* clock, CancelToken* cancel)
+                             base::Clock* clock, base::CancelToken* cancel)
     : plugin_(std::move(plugin)),
       options_(std::move(options)),
       resolver_(std::move(resolver)),
@@ -78,22 +79,17 @@ VolumeManager::VolumeManager(std::string plugin, VolumeManagerOptions options,
 absl::StatusOr<std::string> VolumeManager::StagingPath(const std::string& namespace_,
                                                        const std::string& volume_id,
                                                        const std::string& usage) const {
-  absl::StatusOr<std::string> ns = EscapeSegment(namespace_, "namespace");
-  if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::string> volume = EscapeSegment(volume_id, "volume id");
-  if (!volume.ok()) return volume.status();
-  absl::StatusOr<std::string> use = EscapeSegment(usage, "usage");
-  if (!use.ok()) return use.status();
-  return absl::StrCat(options_.root, "/staging/", *ns, "/", *volume, "/", *use);
+  ASSIGN_OR_RETURN(std::string ns, EscapeSegment(namespace_, "namespace"));
+  ASSIGN_OR_RETURN(std::string volume, EscapeSegment(volume_id, "volume id"));
+  ASSIGN_OR_RETURN(std::string use, EscapeSegment(usage, "usage"));
+  return absl::StrCat(options_.root, "/staging/", ns, "/", volume, "/", use);
 }
 
 absl::StatusOr<std::string> VolumeManager::VolumeKey(const std::string& namespace_,
                                                      const std::string& volume_id) const {
-  absl::StatusOr<std::string> ns = EscapeSegment(namespace_, "namespace");
-  if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::string> volume = EscapeSegment(volume_id, "volume id");
-  if (!volume.ok()) return volume.status();
-  return absl::StrCat(*ns, "/", *volume);
+  ASSIGN_OR_RETURN(std::string ns, EscapeSegment(namespace_, "namespace"));
+  ASSIGN_OR_RETURN(std::string volume, EscapeSegment(volume_id, "volume id"));
+  return absl::StrCat(ns, "/", volume);
 }
 
 absl::StatusOr<std::string> VolumeManager::TargetPath(const std::string& alloc_id,
@@ -101,19 +97,16 @@ absl::StatusOr<std::string> VolumeManager::TargetPath(const std::string& alloc_i
                                                       const std::string& usage) const {
   absl::StatusOr<std::string> alloc = EscapeSegment(alloc_id, "alloc id");
   if (!alloc.ok()) return alloc.status();
-  absl::StatusOr<std::string> volume = EscapeSegment(volume_id, "volume id");
-  if (!volume.ok()) return volume.status();
-  absl::StatusOr<std::string> use = EscapeSegment(usage, "usage");
-  if (!use.ok()) return use.status();
-  return absl::StrCat(options_.root, "/per-alloc/", *alloc, "/", *volume, "/", *use);
+  ASSIGN_OR_RETURN(std::string volume, EscapeSegment(volume_id, "volume id"));
+  ASSIGN_OR_RETURN(std::string use, EscapeSegment(usage, "usage"));
+  return absl::StrCat(options_.root, "/per-alloc/", *alloc, "/", volume, "/", use);
 }
 
 absl::StatusOr<RestoreReport> VolumeManager::Restore() {
-  absl::StatusOr<std::vector<Claim>> stored = store_->ListClaims();
-  if (!stored.ok()) return stored.status();
+  ASSIGN_OR_RETURN(std::vector<Claim> stored, store_->ListClaims());
   RestoreReport report;
   std::map<ClaimKey, Claim> mine;
-  for (Claim& claim : *stored) {
+  for (Claim& claim : stored) {
     if (claim.plugin != plugin_) continue;
     absl::StatusOr<ClaimKey> key = KeyOf(claim);
     if (!key.ok()) return key.status();
@@ -154,14 +147,13 @@ absl::StatusOr<RestoreReport> VolumeManager::Restore() {
     }
     mine.emplace(*key, std::move(claim));
   }
-  absl::StatusOr<std::vector<StagingRecord>> stored_stagings = store_->ListStagings();
-  if (!stored_stagings.ok()) return stored_stagings.status();
+  ASSIGN_OR_RETURN(std::vector<StagingRecord> stored_stagings, store_->ListStagings());
   std::map<std::string, StagingRecord> stagings;
   std::set<std::string> claimed_stagings;
   for (const auto& [key, claim] : mine) {
     if (claim.mount.staged) claimed_stagings.insert(claim.mount.source);
   }
-  for (StagingRecord& record : *stored_stagings) {
+  for (StagingRecord& record : stored_stagings) {
     if (record.plugin != plugin_) continue;
     ++report.stagings;
     // A stage some claim records is reported with that claim.
@@ -199,8 +191,7 @@ absl::StatusOr<std::shared_ptr<InstanceManager>> VolumeManager::Instance(bool re
   if (require_healthy) {
     PluginStatus status = instance->Status();
     if (!status.healthy || !status.fingerprinted) {
-      absl::Status health = instance->Fingerprint();
-      if (!health.ok()) return health;
+      RETURN_IF_ERROR(instance->Fingerprint());
     }
   }
   return instance;
@@ -250,19 +241,16 @@ int VolumeManager::UsageCount(const std::string& namespace_, const std::string& 
 }
 
 absl::Status VolumeManager::SaveClaim(const Claim& claim) {
-  absl::StatusOr<ClaimKey> key = KeyOf(claim);
-  if (!key.ok()) return key.status();
-  absl::Status stored = store_->PutClaim(claim);
-  if (!stored.ok()) return stored;
+  ASSIGN_OR_RETURN(ClaimKey key, KeyOf(claim));
+  RETURN_IF_ERROR(store_->PutClaim(claim));
   absl::MutexLock lock(&mu_);
-  claims_[*key] = claim;
+  claims_[key] = claim;
   return absl::OkStatus();
 }
 
 absl::Status VolumeManager::DropClaims(const std::vector<ClaimKey>& keys) {
   if (keys.empty()) return absl::OkStatus();
-  absl::Status stored = store_->DeleteClaims(keys);
-  if (!stored.ok()) return stored;
+  RETURN_IF_ERROR(store_->DeleteClaims(keys));
   absl::MutexLock lock(&mu_);
   for (const ClaimKey& key : keys) claims_.erase(key);
   return absl::OkStatus();
@@ -276,8 +264,7 @@ std::optional<StagingRecord> VolumeManager::FindStaging(const std::string& path)
 }
 
 absl::Status VolumeManager::SaveStaging(const StagingRecord& record) {
-  absl::Status stored = store_->PutStaging(record);
-  if (!stored.ok()) return stored;
+  RETURN_IF_ERROR(store_->PutStaging(record));
   absl::MutexLock lock(&mu_);
   stagings_[record.path] = record;
   return absl::OkStatus();
@@ -286,8 +273,7 @@ absl::Status VolumeManager::SaveStaging(const StagingRecord& record) {
 absl::Status VolumeManager::DropClaimsAndStaging(const std::vector<ClaimKey>& keys,
                                                  const std::string& staging) {
   if (keys.empty() && staging.empty()) return absl::OkStatus();
-  absl::Status stored = store_->DeleteClaimsAndStaging(keys, plugin_, staging);
-  if (!stored.ok()) return stored;
+  RETURN_IF_ERROR(store_->DeleteClaimsAndStaging(keys, plugin_, staging));
   absl::MutexLock lock(&mu_);
   for (const ClaimKey& key : keys) claims_.erase(key);
   if (!staging.empty()) stagings_.erase(staging);
@@ -296,17 +282,14 @@ absl::Status VolumeManager::DropClaimsAndStaging(const std::vector<ClaimKey>& ke
 
 absl::Status VolumeManager::Unstage(StagingRecord record) {
   record.state = StagingState::kUnstaging;
-  absl::Status saved = SaveStaging(record);
-  if (!saved.ok()) return saved;
-  absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
-  if (!instance.ok()) return instance.status();
-  absl::StatusOr<CsiClient*> client = (*instance)->Client();
-  if (!client.ok()) return client.status();
+  RETURN_IF_ERROR(SaveStaging(record));
+  ASSIGN_OR_RETURN(std::shared_ptr<InstanceManager> instance, Instance(false));
+  ASSIGN_OR_RETURN(CsiClient * client, instance->Client());
   csi::v1::NodeUnstageVolumeRequest request;
   request.set_volume_id(record.remote_id);
   request.set_staging_target_path(record.path);
   return IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
-    return (*client)->NodeUnstageVolume(request, o);
+    return client->NodeUnstageVolume(request, o);
   }));
 }
 
@@ -364,9 +347,8 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
   ClaimKey key{plugin_, request.namespace_, request.volume_id, request.alloc_id, *usage};
   std::string what = Describe(key);
 
-  absl::StatusOr<std::string> volume_key = VolumeKey(request.namespace_, request.volume_id);
-  if (!volume_key.ok()) return volume_key.status();
-  KeyedQueue::Turn turn = queue_.Enter(*volume_key);
+  ASSIGN_OR_RETURN(std::string volume_key, VolumeKey(request.namespace_, request.volume_id));
+  KeyedQueue::Turn turn = queue_.Enter(volume_key);
 
   std::optional<Claim> existing;
   {
@@ -389,8 +371,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
 
   absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(true);
   if (!instance.ok()) return Annotate(instance.status(), absl::StrCat("mounting ", what));
-  absl::StatusOr<CsiClient*> client = (*instance)->Client();
-  if (!client.ok()) return client.status();
+  ASSIGN_OR_RETURN(CsiClient * client, (*instance)->Client());
   bool staged = (*instance)->Status().stage_unstage;
 
   Claim claim = existing.value_or(Claim());
@@ -436,7 +417,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
         *stage.mutable_secrets() = ToProtoMap(request.secrets);
         *stage.mutable_volume_context() = ToProtoMap(request.volume_context);
         result = WithRetries("NodeStageVolume", [&](const CallOptions& o) {
-          return (*client)->NodeStageVolume(stage, o);
+          return client->NodeStageVolume(stage, o);
         });
         if (result.ok()) {
           stage_outcome = StageOutcome::kStaged;
@@ -468,7 +449,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
       *publish.mutable_secrets() = ToProtoMap(request.secrets);
       *publish.mutable_volume_context() = ToProtoMap(request.volume_context);
       result = WithRetries("NodePublishVolume", [&](const CallOptions& o) {
-        return (*client)->NodePublishVolume(publish, o);
+        return client->NodePublishVolume(publish, o);
       });
     }
   }
@@ -488,19 +469,16 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
 }
 
 absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest& request) {
-  absl::StatusOr<std::string> usage = UsageName(request.usage);
-  if (!usage.ok()) return usage.status();
+  ASSIGN_OR_RETURN(std::string usage, UsageName(request.usage));
   absl::StatusOr<std::string> staging_path =
-      StagingPath(request.namespace_, request.volume_id, *usage);
+      StagingPath(request.namespace_, request.volume_id, usage);
   if (!staging_path.ok()) return staging_path.status();
-  absl::StatusOr<std::string> target_path = TargetPath(request.alloc_id, request.volume_id, *usage);
-  if (!target_path.ok()) return target_path.status();
-  ClaimKey key{plugin_, request.namespace_, request.volume_id, request.alloc_id, *usage};
+  ASSIGN_OR_RETURN(std::string target_path, TargetPath(request.alloc_id, request.volume_id, usage));
+  ClaimKey key{plugin_, request.namespace_, request.volume_id, request.alloc_id, usage};
   std::string what = Describe(key);
 
-  absl::StatusOr<std::string> volume_key = VolumeKey(request.namespace_, request.volume_id);
-  if (!volume_key.ok()) return volume_key.status();
-  KeyedQueue::Turn turn = queue_.Enter(*volume_key);
+  ASSIGN_OR_RETURN(std::string volume_key, VolumeKey(request.namespace_, request.volume_id));
+  KeyedQueue::Turn turn = queue_.Enter(volume_key);
 
   std::optional<Claim> existing;
   {
@@ -508,15 +486,14 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
     auto it = claims_.find(key);
     if (it != claims_.end()) existing = it->second;
   }
-  const std::string target = existing ? existing->mount.target : *target_path;
+  const std::string target = existing ? existing->mount.target : target_path;
   const std::string staging =
       existing ? existing->mount.source : *staging_path;  // empty when not staged
   const std::string remote_id = existing ? existing->remote_id : request.remote_id;
 
   auto client = [&]() -> absl::StatusOr<CsiClient*> {
-    absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
-    if (!instance.ok()) return instance.status();
-    return (*instance)->Client();
+    ASSIGN_OR_RETURN(std::shared_ptr<InstanceManager> instance, Instance(false));
+    return instance->Client();
   };
 
   // Unpublish.
@@ -559,8 +536,7 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
         return UnmountResult{};
       }
       existing->state = ClaimState::kUnpublished;
-      absl::Status saved = SaveClaim(*existing);
-      if (!saved.ok()) return saved;
+      RETURN_IF_ERROR(SaveClaim(*existing));
     }
   }
 
@@ -575,9 +551,8 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
   }
   std::optional<StagingRecord> record = FindStaging(staging);
   if (!record.has_value()) {
-    absl::StatusOr<bool> stray = mounts_->IsMountPoint(staging);
-    if (!stray.ok()) return stray.status();
-    if (!*stray || remote_id.empty()) {
+    ASSIGN_OR_RETURN(bool stray, mounts_->IsMountPoint(staging));
+    if (!stray || remote_id.empty()) {
       // Nothing staged: the claim (if any) goes.
       if (existing) {
         absl::Status dropped = DropClaims({key});
@@ -588,7 +563,7 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
       return UnmountResult{};
     }
     record = StagingRecord{plugin_,   staging, request.namespace_,   request.volume_id,
-                           remote_id, *usage,  StagingState::kStaged};
+                           remote_id, usage,   StagingState::kStaged};
   }
   absl::Status result = Unstage(*record);
   if (!result.ok()) return Annotate(result, absl::StrCat("unstaging ", what));
@@ -609,8 +584,7 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
       }
     }
   }
-  absl::Status dropped = DropClaimsAndStaging(done, staging);
-  if (!dropped.ok()) return dropped;
+  RETURN_IF_ERROR(DropClaimsAndStaging(done, staging));
   LOG(INFO) << "unmounted " << what << " and unstaged " << staging;
   return UnmountResult{true};
 }
@@ -629,13 +603,11 @@ absl::StatusOr<bool> VolumeManager::HasMount(const MountInfo& mount) {
 }
 
 absl::StatusOr<std::string> VolumeManager::ExternalID() {
-  absl::StatusOr<std::shared_ptr<InstanceManager>> instance = Instance(false);
-  if (!instance.ok()) return instance.status();
-  PluginStatus status = (*instance)->Status();
+  ASSIGN_OR_RETURN(std::shared_ptr<InstanceManager> instance, Instance(false));
+  PluginStatus status = instance->Status();
   if (!status.fingerprinted) {
-    absl::Status health = (*instance)->Fingerprint();
-    if (!health.ok()) return health;
-    status = (*instance)->Status();
+    RETURN_IF_ERROR(instance->Fingerprint());
+    status = instance->Status();
   }
   return status.node_id;
 }

@@ -56,8 +56,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/cancel.h"
-#include "pkg/csimanager/clock.h"
+#include "pkg/base/cancel.h"
+#include "pkg/base/clock.h"
 #include "pkg/csimanager/instance_manager.h"
 #include "pkg/csimanager/keyed_queue.h"
 #include "pkg/csimanager/mount_inspector.h"
@@ -131,7 +131,8 @@ using InstanceResolver = std::function<std::shared_ptr<InstanceManager>()>;
 class VolumeManager {
  public:
   VolumeManager(std::string plugin, VolumeManagerOptions options, InstanceResolver resolver,
-                StateStore* store, MountInspector* mounts, Clock* clock, CancelToken* cancel);
+                StateStore* store, MountInspector* mounts, base::Clock* clock,
+                base::CancelToken* cancel);
   VolumeManager(const VolumeManager&) = delete;
   VolumeManager& operator=(const VolumeManager&) = delete;
 
@@ -208,8 +209,8 @@ class VolumeManager {
   const InstanceResolver resolver_;
   StateStore* const store_;
   MountInspector* const mounts_;
-  Clock* const clock_;
-  CancelToken* const cancel_;
+  base::Clock* const clock_;
+  base::CancelToken* const cancel_;
   KeyedQueue queue_;
 
   absl::Mutex mu_;

@@ -8,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/fake_mount_inspector.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/test_util.h"
@@ -144,8 +144,8 @@ class VolumeManagerTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  FakeClock clock_;
-  CancelToken cancel_;
+  base::FakeClock clock_;
+  base::CancelToken cancel_;
   testing::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<testing::FakePlugin> plugin_;
@@ -163,7 +163,7 @@ TEST_P(PathLayoutTest, FollowsTheDesign) {
   const PathCase& c = GetParam();
   VolumeManagerOptions options;
   options.root = "/var/lib/csi/p";
-  VolumeManager manager("p", options, nullptr, nullptr, nullptr, RealClock(), nullptr);
+  VolumeManager manager("p", options, nullptr, nullptr, nullptr, base::RealClock(), nullptr);
   EXPECT_EQ(*manager.StagingPath(c.ns, c.volume, c.usage), c.staging);
   EXPECT_EQ(*manager.TargetPath(c.alloc, c.volume, c.usage), c.target);
 }
@@ -188,7 +188,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(PathLayoutTest, EmptyIdsAreRejected) {
   VolumeManagerOptions options;
   options.root = "/r";
-  VolumeManager manager("p", options, nullptr, nullptr, nullptr, RealClock(), nullptr);
+  VolumeManager manager("p", options, nullptr, nullptr, nullptr, base::RealClock(), nullptr);
   EXPECT_EQ(manager.StagingPath("", "v", "u").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(manager.TargetPath("", "v", "u").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(manager.TargetPath("a", "", "u").status().code(), absl::StatusCode::kInvalidArgument);

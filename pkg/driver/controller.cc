@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "pkg/base/status_macros.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/driver/volume_id.h"
 #include "pkg/volume/errno_status.h"
@@ -74,15 +75,14 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
     return absl::InvalidArgumentError("volume name contains a NUL byte");
   }
   if (absl::Status s = CheckIdField("volume name", args.name); !s.ok()) return s;
-  absl::StatusOr<LustreParams> params = ParseLustreParams(args.parameters);
-  if (!params.ok()) return params.status();
-  for (absl::string_view field : {params->mgs_address, params->sub_dir}) {
+  ASSIGN_OR_RETURN(LustreParams params, ParseLustreParams(args.parameters));
+  for (absl::string_view field : {params.mgs_address, params.sub_dir}) {
     if (absl::Status s = CheckIdField("parameter", field); !s.ok()) return s;
   }
   // The sub-dir may hold per-pod variables the node fills at publish; check
   // now that it can be filled.
-  if (absl::Status s = CheckSubDirShape(params->sub_dir); !s.ok()) return s;
-  if (params->provisioning.enabled && backend_ == nullptr) {
+  if (absl::Status s = CheckSubDirShape(params.sub_dir); !s.ok()) return s;
+  if (params.provisioning.enabled && backend_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         kParamCreateSubDir,
         " needs a controller that reaches the file system: start it with --mount-mode=lustre"));
@@ -107,13 +107,13 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
 
   VolumeId id;
   id.name = args.name;
-  id.fs_name = params->fs_name;
-  id.mgs_address = params->mgs_address;
-  id.sub_dir = params->sub_dir;
+  id.fs_name = params.fs_name;
+  id.mgs_address = params.mgs_address;
+  id.sub_dir = params.sub_dir;
   CreatedVolume volume;
   volume.context = args.parameters;
-  if (params->provisioning.enabled) {
-    absl::StatusOr<std::string> sub_dir = ProvisionSubDir(args, *params);
+  if (params.provisioning.enabled) {
+    absl::StatusOr<std::string> sub_dir = ProvisionSubDir(args, params);
     if (!sub_dir.ok()) return sub_dir.status();
     // The node mounts exactly the directory created here.
     id.sub_dir = *sub_dir;
@@ -181,9 +181,8 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
     LustreSource root{id->mgs_address, id->fs_name, ""};
     bool removed = false;
     absl::Status status = backend_->WithFileSystemRoot(root, [&](const std::string& fs_root) {
-      absl::StatusOr<bool> released = volume::ReleaseOwnedDir(fs_root, id->sub_dir, id->name);
-      if (!released.ok()) return released.status();
-      removed = *released;
+      ASSIGN_OR_RETURN(bool released, volume::ReleaseOwnedDir(fs_root, id->sub_dir, id->name));
+      removed = released;
       return absl::OkStatus();
     });
     if (!status.ok()) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "pkg/base/status_macros.h"
 #include "pkg/driver/mount_backend_internal.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
@@ -29,9 +30,8 @@ namespace internal {
 
 absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
                         const std::string& sub_dir) {
-  absl::StatusOr<std::string> dir = volume::JoinBeneath(root, sub_dir);
-  if (!dir.ok()) return dir.status();
-  if (absl::Status s = volume::MkdirAll(sys, *dir, 0775); !s.ok()) return s;
+  ASSIGN_OR_RETURN(std::string dir, volume::JoinBeneath(root, sub_dir));
+  if (absl::Status s = volume::MkdirAll(sys, dir, 0775); !s.ok()) return s;
   return sys.ResolveBeneath(root, sub_dir).status();
 }
 
@@ -303,18 +303,14 @@ class LocalBackend : public MountBackend {
 
   absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
                                  const std::vector<std::string>& options) override {
-    absl::StatusOr<std::string> dir = Resolve(source);
-    if (!dir.ok()) return dir.status();
-    absl::StatusOr<volume::FileInfo> want = sys_->Stat(*dir);
-    if (!want.ok()) return want.status();
-    absl::StatusOr<volume::FileInfo> have = sys_->Stat(target);
-    if (!have.ok()) return have.status();
-    if (want->dev != have->dev || want->ino != have->ino) return false;
+    ASSIGN_OR_RETURN(std::string dir, Resolve(source));
+    ASSIGN_OR_RETURN(volume::FileInfo want, sys_->Stat(dir));
+    ASSIGN_OR_RETURN(volume::FileInfo have, sys_->Stat(target));
+    if (want.dev != have.dev || want.ino != have.ino) return false;
     volume::MountChecker checker(sys_);
-    absl::StatusOr<std::optional<volume::MountEntry>> entry = checker.FindMountAt(target);
-    if (!entry.ok()) return entry.status();
+    ASSIGN_OR_RETURN(std::optional<volume::MountEntry> entry, checker.FindMountAt(target));
     // A bind mount inherits its source mount's flags on top of those asked for.
-    return entry->has_value() && PerMountFlagsMatch((*entry)->options, options, false);
+    return entry.has_value() && PerMountFlagsMatch(entry->options, options, false);
   }
 
  private:

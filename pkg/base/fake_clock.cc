@@ -1,8 +1,8 @@
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/fake_clock.h"
 
 #include <algorithm>
 
-namespace lustre_csi::csimanager {
+namespace lustre_csi::base {
 
 FakeClock::FakeClock(absl::Time start) : now_(start) {}
 
@@ -62,4 +62,4 @@ std::vector<absl::Duration> FakeClock::sleeps() {
   return sleeps_;
 }
 
-}  // namespace lustre_csi::csimanager
+}  // namespace lustre_csi::base

@@ -4,11 +4,11 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "pkg/csimanager/cancel.h"
-#include "pkg/csimanager/clock.h"
-#include "pkg/csimanager/fake_clock.h"
+#include "pkg/base/cancel.h"
+#include "pkg/base/clock.h"
+#include "pkg/base/fake_clock.h"
 
-namespace lustre_csi::csimanager {
+namespace lustre_csi::base {
 namespace {
 
 TEST(CancelTokenTest, CallbacksRunOnceAndLateOnesRunAtOnce) {
@@ -94,4 +94,4 @@ TEST(FakeClockTest, AutoAdvance) {
 }
 
 }  // namespace
-}  // namespace lustre_csi::csimanager
+}  // namespace lustre_csi::base

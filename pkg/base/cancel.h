@@ -6,8 +6,8 @@
 // callback that runs once when Cancel() is called (gRPC calls register
 // ClientContext::TryCancel). Thread-safe. The token must outlive every
 // callback registration on it.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_CANCEL_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_CANCEL_H_
+#ifndef LUSTRE_CSI_PKG_BASE_CANCEL_H_
+#define LUSTRE_CSI_PKG_BASE_CANCEL_H_
 
 #include <atomic>
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-namespace lustre_csi::csimanager {
+namespace lustre_csi::base {
 
 class CancelToken {
  public:
@@ -65,6 +65,6 @@ class ScopedCancelCallback {
   CancelToken::CallbackId id_ = 0;
 };
 
-}  // namespace lustre_csi::csimanager
+}  // namespace lustre_csi::base
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_CANCEL_H_
+#endif  // LUSTRE_CSI_PKG_BASE_CANCEL_H_

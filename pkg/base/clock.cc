@@ -1,8 +1,8 @@
-#include "pkg/csimanager/clock.h"
+#include "pkg/base/clock.h"
 
 #include "absl/time/clock.h"
 
-namespace lustre_csi::csimanager {
+namespace lustre_csi::base {
 namespace {
 
 class SystemClock : public Clock {
@@ -25,4 +25,4 @@ Clock* RealClock() {
   return clock;
 }
 
-}  // namespace lustre_csi::csimanager
+}  // namespace lustre_csi::base

@@ -1,9 +1,9 @@
-#include "pkg/csimanager/cancel.h"
+#include "pkg/base/cancel.h"
 
 #include <utility>
 #include <vector>
 
-namespace lustre_csi::csimanager {
+namespace lustre_csi::base {
 
 void CancelToken::Cancel() {
   std::map<CallbackId, std::function<void()>> callbacks;
@@ -58,4 +58,4 @@ ScopedCancelCallback::~ScopedCancelCallback() {
   if (token_ != nullptr) token_->RemoveCallback(id_);
 }
 
-}  // namespace lustre_csi::csimanager
+}  // namespace lustre_csi::base

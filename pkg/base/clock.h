@@ -1,4 +1,4 @@
-// Clock: the one source of time and sleeping for the plugin manager, so
+// Clock: the one source of time and sleeping (the plugin manager uses it), so
 // fingerprint periods, retry backoff and timestamps can be driven by a fake
 // clock in tests (fake_clock.h) and no test waits for real time to pass.
 //
@@ -6,13 +6,13 @@
 // set from durations, never from Clock::Now().
 //
 // Implementations are thread-safe. RealClock() lives for the whole process.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_CLOCK_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_CLOCK_H_
+#ifndef LUSTRE_CSI_PKG_BASE_CLOCK_H_
+#define LUSTRE_CSI_PKG_BASE_CLOCK_H_
 
 #include "absl/time/time.h"
-#include "pkg/csimanager/cancel.h"
+#include "pkg/base/cancel.h"
 
-namespace lustre_csi::csimanager {
+namespace lustre_csi::base {
 
 class Clock {
  public:
@@ -33,6 +33,6 @@ class Clock {
 // The system clock. Not owned by the caller.
 Clock* RealClock();
 
-}  // namespace lustre_csi::csimanager
+}  // namespace lustre_csi::base
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_CLOCK_H_
+#endif  // LUSTRE_CSI_PKG_BASE_CLOCK_H_

@@ -4,17 +4,17 @@
 // CancelToken is cancelled. With auto-advance on, a sleep returns at once and
 // moves time to its deadline, which makes retry and backoff tests
 // synchronous. Every requested sleep duration is recorded. Thread-safe.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_FAKE_CLOCK_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_FAKE_CLOCK_H_
+#ifndef LUSTRE_CSI_PKG_BASE_FAKE_CLOCK_H_
+#define LUSTRE_CSI_PKG_BASE_FAKE_CLOCK_H_
 
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/clock.h"
+#include "pkg/base/clock.h"
 
-namespace lustre_csi::csimanager {
+namespace lustre_csi::base {
 
 class FakeClock : public Clock {
  public:
@@ -44,6 +44,6 @@ class FakeClock : public Clock {
   std::vector<absl::Duration> sleeps_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace lustre_csi::csimanager
+}  // namespace lustre_csi::base
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_FAKE_CLOCK_H_
+#endif  // LUSTRE_CSI_PKG_BASE_FAKE_CLOCK_H_
