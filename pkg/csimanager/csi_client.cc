@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "pkg/csimanager/path_segment.h"
+#include "pkg/server/endpoint.h"
 #include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {
@@ -39,7 +40,7 @@ absl::StatusOr<Response> Call(
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CsiClient>> CsiClient::Dial(absl::string_view endpoint) {
-  absl::StatusOr<std::string> path = UnixSocketPath(endpoint);
+  absl::StatusOr<std::string> path = server::ParseAbsoluteUnixEndpoint(endpoint);
   if (!path.ok()) return path.status();
   grpc::ChannelArguments args;
   // A plugin that restarts should be reachable again within a second, not

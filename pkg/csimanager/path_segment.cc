@@ -4,7 +4,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -72,28 +71,6 @@ absl::Status ValidatePluginName(absl::string_view name) {
     return bad("must start and end with a letter or digit");
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> UnixSocketPath(absl::string_view endpoint) {
-  absl::string_view path = endpoint;
-  if (absl::ConsumePrefix(&path, "unix://")) {
-  } else if (absl::ConsumePrefix(&path, "unix:")) {
-  } else if (path.find("://") != absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("endpoint \"", endpoint, "\" is not a unix socket"));
-  }
-  if (path.empty() || path.front() != '/') {
-    return absl::InvalidArgumentError(
-        absl::StrCat("endpoint \"", endpoint, "\" is not an absolute unix socket path"));
-  }
-  if (path.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError("endpoint contains a NUL byte");
-  }
-  if (path.size() > 107) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("socket path \"", path, "\" is longer than 107 bytes"));
-  }
-  return std::string(path);
 }
 
 }  // namespace lustre_csi::csimanager

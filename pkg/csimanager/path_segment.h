@@ -8,7 +8,9 @@
 // CSI driver-name rules.
 //
 // Pure functions, safe from any thread. A private helper of csimanager; the
-// shared pkg/volume safe-path code may replace it.
+// shared pkg/volume safe-path code may replace it (it escapes differently, so
+// new paths would differ from those claims already record). Socket endpoints
+// are parsed by pkg/server/endpoint.h.
 #ifndef LUSTRE_CSI_PKG_CSIMANAGER_PATH_SEGMENT_H_
 #define LUSTRE_CSI_PKG_CSIMANAGER_PATH_SEGMENT_H_
 
@@ -33,11 +35,6 @@ absl::StatusOr<std::string> UnescapeSegment(absl::string_view segment);
 // A CSI driver name: 1 to 63 characters, alphanumerics, '-', '_' and '.',
 // starting and ending with an alphanumeric. INVALID_ARGUMENT otherwise.
 absl::Status ValidatePluginName(absl::string_view name);
-
-// The socket path of a unix endpoint written as "/path", "unix:/path" or
-// "unix:///path". INVALID_ARGUMENT for other schemes, relative paths, NUL
-// bytes and paths too long for a socket address (107 bytes).
-absl::StatusOr<std::string> UnixSocketPath(absl::string_view endpoint);
 
 }  // namespace lustre_csi::csimanager
 

@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "pkg/csimanager/path_segment.h"
+#include "pkg/server/endpoint.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
 namespace lustre_csi::csimanager {
@@ -312,7 +313,7 @@ void RegistrationWatcher::Register(const std::string& path, uint64_t generation)
   } else {
     absl::StatusOr<std::string> endpoint = info.endpoint().empty()
                                                ? absl::StatusOr<std::string>(path)
-                                               : UnixSocketPath(info.endpoint());
+                                               : server::ParseAbsoluteUnixEndpoint(info.endpoint());
     if (!endpoint.ok()) {
       reason = std::string(endpoint.status().message());
     } else {

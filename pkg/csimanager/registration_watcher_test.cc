@@ -175,7 +175,7 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{
             "TcpEndpoint",
             [](testing::FakePluginConfig& c) { c.registration_endpoint = "tcp://1.2.3.4:5"; },
-            "not a unix socket"}),
+            "only unix sockets are supported"}),
     [](const ::testing::TestParamInfo<RejectCase>& info) { return info.param.name; });
 
 TEST_F(RegistrationWatcherTest, UnansweredSocketsAreRetried) {

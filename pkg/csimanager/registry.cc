@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "pkg/base/status_macros.h"
 #include "pkg/csimanager/path_segment.h"
+#include "pkg/server/endpoint.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -48,7 +49,8 @@ absl::StatusOr<PluginRecord> ParseStaticPlugin(absl::string_view spec) {
         absl::StrCat("static plugin \"", spec, "\": ", type.status().message()));
   }
   record.type = *type;
-  absl::StatusOr<std::string> socket = UnixSocketPath(absl::StripAsciiWhitespace(parts[2]));
+  absl::StatusOr<std::string> socket =
+      server::ParseAbsoluteUnixEndpoint(absl::StripAsciiWhitespace(parts[2]));
   if (!socket.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("static plugin \"", spec, "\": ", socket.status().message()));
@@ -91,7 +93,7 @@ absl::Status ValidateRecord(const PluginRecord& record) {
   if (record.id.empty()) return absl::InvalidArgumentError("plugin record has no id");
   absl::Status name = ValidatePluginName(record.name);
   if (!name.ok()) return name;
-  absl::StatusOr<std::string> socket = UnixSocketPath(record.endpoint);
+  absl::StatusOr<std::string> socket = server::ParseAbsoluteUnixEndpoint(record.endpoint);
   if (!socket.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("plugin ", record.name, ": ", socket.status().message()));

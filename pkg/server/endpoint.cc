@@ -40,6 +40,15 @@ absl::StatusOr<std::string> ParseUnixEndpoint(absl::string_view endpoint) {
   return std::string(path);
 }
 
+absl::StatusOr<std::string> ParseAbsoluteUnixEndpoint(absl::string_view endpoint) {
+  absl::StatusOr<std::string> path = ParseUnixEndpoint(endpoint);
+  if (path.ok() && !absl::StartsWith(*path, "/")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("endpoint '", endpoint, "' is not an absolute unix socket path"));
+  }
+  return path;
+}
+
 absl::Status PrepareSocketPath(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) {

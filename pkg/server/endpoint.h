@@ -23,6 +23,11 @@ inline constexpr size_t kMaxSocketPathLength = 107;
 // a socket address is INVALID_ARGUMENT.
 absl::StatusOr<std::string> ParseUnixEndpoint(absl::string_view endpoint);
 
+// ParseUnixEndpoint for an endpoint another process names (a plugin's
+// registration, a static plugin): relative paths are INVALID_ARGUMENT too,
+// since they would be read against this process's working directory.
+absl::StatusOr<std::string> ParseAbsoluteUnixEndpoint(absl::string_view endpoint);
+
 // Makes `path` free to bind: nothing there is fine; a socket that nobody
 // accepts on (a leftover of a crashed process) is removed; a socket with a
 // live listener is FAILED_PRECONDITION (another instance is running), and so

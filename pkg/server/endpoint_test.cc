@@ -100,5 +100,17 @@ TEST_F(PrepareSocketPathTest, RegularFileIsNeverRemoved) {
   EXPECT_TRUE(Exists());
 }
 
+TEST(ParseAbsoluteUnixEndpointTest, Forms) {
+  EXPECT_EQ(*ParseAbsoluteUnixEndpoint("/run/csi.sock"), "/run/csi.sock");
+  EXPECT_EQ(*ParseAbsoluteUnixEndpoint("unix:/run/csi.sock"), "/run/csi.sock");
+  EXPECT_EQ(*ParseAbsoluteUnixEndpoint("unix:///run/csi.sock"), "/run/csi.sock");
+  for (const char* bad : {"", "relative.sock", "unix://relative", "tcp://1.2.3.4:5", "unix:"}) {
+    EXPECT_EQ(ParseAbsoluteUnixEndpoint(bad).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_FALSE(ParseAbsoluteUnixEndpoint("/" + std::string(107, 'a')).ok());
+  EXPECT_FALSE(ParseAbsoluteUnixEndpoint(std::string("/a\0b", 4)).ok());
+}
+
 }  // namespace
 }  // namespace lustre_csi::server
