@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,10 @@ std::shared_ptr<grpc::Channel> UnixChannel(const std::string& path);
 
 // Waits until something accepts on the unix socket `path`.
 absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);
+
+// Waits until `done` returns true, checking every few milliseconds; false
+// when `timeout` (a hang guard, not a measurement) passes first.
+bool WaitUntil(const std::function<bool()>& done, absl::Duration timeout = absl::Seconds(30));
 
 // Mount points (unescaped) at or below `prefix` in /proc/self/mountinfo.
 std::vector<std::string> MountsUnder(const std::string& prefix);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "e2e/e2e_util.h"
 #include "gmock/gmock.h"
@@ -90,9 +91,10 @@ TEST_F(MountFaultTest, HungMountTimesOutReleasesItsTargetAndOthersProceed) {
   ASSERT_TRUE(WriteFile(tmp_.Join("hang"), "").ok());
   grpc::Status hung;
   std::thread slow([&] { hung = Publish(tmp_.Join("pods/slow")); });
-  // While it hangs, the same target is busy and a second target is not
-  // blocked by it (it hangs on its own and times out on its own).
-  absl::SleepFor(absl::Milliseconds(200));
+  // While it hangs (the mount program has been called), the same target is
+  // busy.
+  ASSERT_TRUE(WaitUntil(
+      [&] { return absl::StrContains(ReadFile(tmp_.Join("calls")), tmp_.Join("pods/slow")); }));
   EXPECT_EQ(Publish(tmp_.Join("pods/slow")).error_code(), grpc::ABORTED);
   slow.join();
   EXPECT_EQ(hung.error_code(), grpc::DEADLINE_EXCEEDED) << hung.error_message();
@@ -122,7 +124,12 @@ TEST_F(MountFaultTest, BusyTargetIsDetachedOnUnpublish) {
   ASSERT_TRUE(Publish(tmp_.Join("pods/busy")).ok());
   // A process holds the mount busy (its working directory is inside).
   Subprocess holder({"/bin/sh", "-c", "cd " + tmp_.Join("pods/busy") + " && exec sleep 3600"});
-  absl::SleepFor(absl::Milliseconds(100));
+  std::string cwd_link = absl::StrCat("/proc/", holder.pid(), "/cwd");
+  ASSERT_TRUE(WaitUntil([&] {
+    char buf[4096];
+    ssize_t n = readlink(cwd_link.c_str(), buf, sizeof(buf));
+    return n > 0 && std::string(buf, n) == tmp_.Join("pods/busy");
+  }));
   grpc::Status status = Unpublish(tmp_.Join("pods/busy"));
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_THAT(MountsUnder(tmp_.Join("pods")), testing::IsEmpty());

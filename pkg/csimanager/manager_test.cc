@@ -284,7 +284,8 @@ TEST_F(ManagerTest, UpgradeOverlapUsesTheNewestInstance) {
   testing::FakePlugin* old_plugin = AddPlugin("p.csi.test", "-v1");
   StartManager();
   ASSERT_TRUE(manager_->WaitForPlugin(PluginType::kNode, "p.csi.test", Guard()).ok());
-  absl::SleepFor(absl::Milliseconds(20));  // distinct socket times
+  // The newer registration socket wins; make the order certain.
+  ASSERT_TRUE(testing::MakeOlder(reg_dir_ + "/p.csi.test-v1-reg.sock").ok());
   testing::FakePlugin* new_plugin = AddPlugin("p.csi.test", "-v2");
   ASSERT_TRUE(new_plugin->AwaitRegistrationStatuses(1));
   ASSERT_TRUE(new_plugin->AwaitCalls("NodeGetCapabilities", 1));

@@ -223,7 +223,8 @@ TEST_F(RegistrationWatcherTest, UpgradeOverlapResolvesToNewestSocket) {
   testing::FakePluginConfig config;
   config.name = "p.csi.test";
   config.registration_endpoint = CsiSocket("p-v2");
-  absl::SleepFor(absl::Milliseconds(20));  // distinct socket times
+  // The newer registration socket wins; make the order certain.
+  ASSERT_TRUE(testing::MakeOlder(RegSocket("p.csi.test")).ok());
   auto v2 = testing::FakePlugin::Start({reg_dir_ + "/p-v2-reg.sock", CsiSocket("p-v2")}, config);
   ASSERT_TRUE(Eventually([&] { return Registered(reg_dir_ + "/p-v2-reg.sock"); }));
   EXPECT_EQ(registry_->Active("p.csi.test", PluginType::kNode)->endpoint, CsiSocket("p-v2"));

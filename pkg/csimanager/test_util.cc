@@ -1,14 +1,19 @@
 #include "pkg/csimanager/test_util.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "glog/logging.h"
 
 namespace lustre_csi::csimanager::testing {
@@ -43,6 +48,15 @@ absl::Status WriteFile(const std::string& path, absl::string_view contents) {
 bool PathExists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+absl::Status MakeOlder(const std::string& path) {
+  timespec when = absl::ToTimespec(absl::Now() - absl::Minutes(1));
+  timespec times[2] = {when, when};
+  if (::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("utimensat ", path));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace lustre_csi::csimanager::testing

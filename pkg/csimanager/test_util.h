@@ -32,6 +32,9 @@ class TempDir {
 // Writes `contents` to `path`, replacing it.
 absl::Status WriteFile(const std::string& path, absl::string_view contents);
 bool PathExists(const std::string& path);
+// Sets the modification time of `path` (not following a symlink) to a
+// minute ago, so that anything made from now on is strictly newer.
+absl::Status MakeOlder(const std::string& path);
 
 }  // namespace lustre_csi::csimanager::testing
 
