@@ -38,7 +38,7 @@
 #include "pkg/csimanager/mount_inspector.h"
 #include "pkg/csimanager/registration_watcher.h"
 #include "pkg/csimanager/registry.h"
-#include "pkg/csimanager/state_store.h"
+#include "pkg/csimanager/store.h"
 #include "pkg/csimanager/types.h"
 #include "pkg/csimanager/volume_manager.h"
 #include "pkg/server/metrics.h"
@@ -61,7 +61,7 @@ struct ManagerOptions {
 };
 
 struct ManagerDeps {
-  StateStore* store = nullptr;       // required
+  Store* store = nullptr;            // required
   MountInspector* mounts = nullptr;  // required
   base::Clock* clock = base::RealClock();
   CsiClientFactory client_factory = DialingClientFactory();

@@ -14,6 +14,7 @@
 #include "pkg/csimanager/fake_mount_inspector.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/manager_proto.h"
+#include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
 
 namespace lustre_csi::csimanager {

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/fake_plugin.h"
+#include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
 
 namespace lustre_csi::csimanager {

@@ -105,7 +105,7 @@ absl::Status ValidateRecord(const PluginRecord& record) {
   return absl::OkStatus();
 }
 
-Registry::Registry(StateStore* store, base::Clock* clock) : store_(store), clock_(clock) {}
+Registry::Registry(Store* store, base::Clock* clock) : store_(store), clock_(clock) {}
 
 absl::Status Registry::Restore() {
   if (store_ == nullptr) return absl::OkStatus();

@@ -31,7 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "pkg/base/clock.h"
-#include "pkg/csimanager/state_store.h"
+#include "pkg/csimanager/store.h"
 #include "pkg/csimanager/types.h"
 
 namespace lustre_csi::csimanager {
@@ -54,7 +54,7 @@ class Registry {
  public:
   using Listener = std::function<void()>;
 
-  Registry(StateStore* store, base::Clock* clock);
+  Registry(Store* store, base::Clock* clock);
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
@@ -90,7 +90,7 @@ class Registry {
   std::optional<PluginRecord> ActiveLocked(absl::string_view name, PluginType type) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
-  StateStore* const store_;
+  Store* const store_;
   base::Clock* const clock_;
   mutable absl::Mutex mu_;
   std::map<std::string, PluginRecord> records_ ABSL_GUARDED_BY(mu_);  // by id

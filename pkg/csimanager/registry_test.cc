@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
+#include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
 
 namespace lustre_csi::csimanager {

@@ -40,6 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "pkg/csimanager/store.h"
 #include "pkg/csimanager/types.h"
 
 struct sqlite3;
@@ -57,7 +58,7 @@ struct StateStoreOptions {
   std::function<void(int mutations)> before_commit;
 };
 
-class StateStore {
+class StateStore : public Store {
  public:
   // The schema version this code reads and writes.
   static constexpr int kSchemaVersion = 2;
@@ -65,7 +66,7 @@ class StateStore {
   // Opens or creates the store at `path`; its directory must exist.
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path,
                                                           const StateStoreOptions& options = {});
-  ~StateStore();
+  ~StateStore() override;
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
 
@@ -75,24 +76,24 @@ class StateStore {
   int waiting_writes() const;
 
   // Registry records, keyed by PluginRecord::id. `restored` is not stored.
-  absl::Status PutPlugin(const PluginRecord& record);
-  absl::Status DeletePlugin(absl::string_view id);
-  absl::StatusOr<std::vector<PluginRecord>> ListPlugins();  // ordered by id
+  absl::Status PutPlugin(const PluginRecord& record) override;
+  absl::Status DeletePlugin(absl::string_view id) override;
+  absl::StatusOr<std::vector<PluginRecord>> ListPlugins() override;  // ordered by id
 
   // Claims, keyed by KeyOf(claim). PutClaim inserts or replaces.
-  absl::Status PutClaim(const Claim& claim);
+  absl::Status PutClaim(const Claim& claim) override;
   // Deletes all of `keys` in one transaction; missing keys are ignored.
-  absl::Status DeleteClaims(const std::vector<ClaimKey>& keys);
-  absl::StatusOr<std::optional<Claim>> GetClaim(const ClaimKey& key);
-  absl::StatusOr<std::vector<Claim>> ListClaims();  // ordered by key
+  absl::Status DeleteClaims(const std::vector<ClaimKey>& keys) override;
+  absl::StatusOr<std::optional<Claim>> GetClaim(const ClaimKey& key) override;
+  absl::StatusOr<std::vector<Claim>> ListClaims() override;  // ordered by key
 
   // Staging records, keyed by (plugin, path). PutStaging inserts or replaces.
-  absl::Status PutStaging(const StagingRecord& record);
-  absl::StatusOr<std::vector<StagingRecord>> ListStagings();  // ordered by plugin, path
+  absl::Status PutStaging(const StagingRecord& record) override;
+  absl::StatusOr<std::vector<StagingRecord>> ListStagings() override;  // ordered by plugin, path
   // Deletes the claims `keys` and the staging record (plugin, `staging_path`)
   // (when not empty) in one transaction; missing ones are ignored.
   absl::Status DeleteClaimsAndStaging(const std::vector<ClaimKey>& keys, const std::string& plugin,
-                                      const std::string& staging_path);
+                                      const std::string& staging_path) override;
 
  private:
   struct PendingWrite;

@@ -66,7 +66,7 @@ bool IsRetryable(absl::StatusCode code) {
 }
 
 VolumeManager::VolumeManager(std::string plugin, VolumeManagerOptions options,
-                             InstanceResolver resolver, StateStore* store, MountInspector* mounts,
+                             InstanceResolver resolver, Store* store, MountInspector* mounts,
                              base::Clock* clock, base::CancelToken* cancel)
     : plugin_(std::move(plugin)),
       options_(std::move(options)),

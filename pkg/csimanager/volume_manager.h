@@ -61,7 +61,7 @@
 #include "pkg/csimanager/instance_manager.h"
 #include "pkg/csimanager/keyed_queue.h"
 #include "pkg/csimanager/mount_inspector.h"
-#include "pkg/csimanager/state_store.h"
+#include "pkg/csimanager/store.h"
 #include "pkg/csimanager/types.h"
 
 namespace lustre_csi::csimanager {
@@ -131,7 +131,7 @@ using InstanceResolver = std::function<std::shared_ptr<InstanceManager>()>;
 class VolumeManager {
  public:
   VolumeManager(std::string plugin, VolumeManagerOptions options, InstanceResolver resolver,
-                StateStore* store, MountInspector* mounts, base::Clock* clock,
+                Store* store, MountInspector* mounts, base::Clock* clock,
                 base::CancelToken* cancel);
   VolumeManager(const VolumeManager&) = delete;
   VolumeManager& operator=(const VolumeManager&) = delete;
@@ -207,7 +207,7 @@ class VolumeManager {
   const std::string plugin_;
   const VolumeManagerOptions options_;
   const InstanceResolver resolver_;
-  StateStore* const store_;
+  Store* const store_;
   MountInspector* const mounts_;
   base::Clock* const clock_;
   base::CancelToken* const cancel_;

@@ -9,8 +9,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
+#include "pkg/csimanager/failing_store.h"
 #include "pkg/csimanager/fake_mount_inspector.h"
 #include "pkg/csimanager/fake_plugin.h"
+#include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
 
 namespace lustre_csi::csimanager {
@@ -86,6 +88,7 @@ class VolumeManagerTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(dir_.Sub("state.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
+    faults_ = std::make_unique<testing::FailingStore>(store_.get());
   }
 
   // Starts the fake plugin and an instance manager for it (not fingerprinted
@@ -113,7 +116,7 @@ class VolumeManagerTest : public ::testing::Test {
     options.root = kRoot;
     options.retry = retry;
     auto manager = std::make_unique<VolumeManager>(
-        kPlugin, options, [this] { return instance_; }, store_.get(), &mounts_, &clock_, &cancel_);
+        kPlugin, options, [this] { return instance_; }, faults_.get(), &mounts_, &clock_, &cancel_);
     absl::StatusOr<RestoreReport> report = manager->Restore();
     EXPECT_TRUE(report.ok()) << report.status();
     if (report.ok()) last_report_ = *report;
@@ -123,6 +126,7 @@ class VolumeManagerTest : public ::testing::Test {
   // Simulates a manager restart: new store handle, new volume manager.
   std::unique_ptr<VolumeManager> Restart(std::unique_ptr<VolumeManager> old) {
     old.reset();
+    faults_.reset();
     store_.reset();
     OpenStore();
     return NewManager();
@@ -148,6 +152,7 @@ class VolumeManagerTest : public ::testing::Test {
   base::CancelToken cancel_;
   testing::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
+  std::unique_ptr<testing::FailingStore> faults_;  // what the manager writes through
   std::unique_ptr<testing::FakePlugin> plugin_;
   std::shared_ptr<InstanceManager> instance_;
   RestoreReport last_report_;
@@ -269,6 +274,92 @@ TEST_F(VolumeManagerTest, StagesOnceAndUnstagesWhenTheLastUserLeaves) {
                   {"NodeStageVolume " + Staging(), "NodePublishVolume " + Target("a1"),
                    "NodePublishVolume " + Target("a2"), "NodeUnpublishVolume " + Target("a1"),
                    "NodeUnpublishVolume " + Target("a2"), "NodeUnstageVolume " + Staging()}));
+}
+
+// The store refuses the first write of a mount: nothing is asked of the
+// plugin, nothing is mounted, nothing is remembered.
+TEST_F(VolumeManagerTest, MountThatCannotBeRecordedDoesNothing) {
+  StartPlugin(/*stage_unstage=*/true);
+  auto manager = NewManager();
+  faults_->FailNext(testing::StoreOp::kPutClaim, absl::UnavailableError("disk full"));
+  absl::StatusOr<MountInfo> info = manager->MountVolume(Mount("a1"));
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(info.status().message()), HasSubstr("recording"));
+  EXPECT_THAT(std::string(info.status().message()), HasSubstr("disk full"));
+  EXPECT_THAT(VolumeCalls(), IsEmpty());
+  EXPECT_THAT(mounts_.mounts(), IsEmpty());
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_EQ(manager->UsageCount("default", "vol-1", kRwUsage), 0);
+}
+
+// The staging record cannot be written: no stage is attempted and the claim
+// written before it is taken back.
+TEST_F(VolumeManagerTest, StageThatCannotBeRecordedIsNotAttempted) {
+  StartPlugin(/*stage_unstage=*/true);
+  auto manager = NewManager();
+  faults_->FailNext(testing::StoreOp::kPutStaging, absl::UnavailableError("disk full"));
+  absl::StatusOr<MountInfo> info = manager->MountVolume(Mount("a1"));
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(VolumeCalls(), IsEmpty());
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
+  // The next try goes through.
+  ASSERT_TRUE(manager->MountVolume(Mount("a1")).ok());
+  EXPECT_EQ(plugin_->Calls("NodeStageVolume"), 1);
+}
+
+// Staged and published, but "mounted" cannot be written: the call fails, the
+// book still says "mounting", and a retry finishes it without staging or
+// publishing again.
+TEST_F(VolumeManagerTest, MountedButNotRecordedIsFinishedByARetry) {
+  StartPlugin(/*stage_unstage=*/true);
+  auto manager = NewManager();
+  faults_->FailNext(testing::StoreOp::kPutClaim, absl::UnavailableError("disk full"),
+                    /*skip=*/1);
+  absl::StatusOr<MountInfo> first = manager->MountVolume(Mount("a1"));
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(first.status().message()), HasSubstr("recording"));
+  ASSERT_THAT(StoredClaims(), SizeIs(1));
+  EXPECT_EQ(StoredClaims()[0].state, ClaimState::kMounting);
+
+  absl::StatusOr<MountInfo> retry = manager->MountVolume(Mount("a1"));
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_EQ(retry->target, Target("a1"));
+  EXPECT_EQ(plugin_->Calls("NodeStageVolume"), 1);
+  EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 1);
+  ASSERT_THAT(StoredClaims(), SizeIs(1));
+  EXPECT_EQ(StoredClaims()[0].state, ClaimState::kMounted);
+}
+
+// The last user leaves but the store cannot forget the claim and the stage:
+// the call fails and a retry finishes the bookkeeping.
+TEST_F(VolumeManagerTest, UnmountThatCannotBeRecordedIsFinishedByARetry) {
+  StartPlugin(/*stage_unstage=*/true);
+  auto manager = NewManager();
+  ASSERT_TRUE(manager->MountVolume(Mount("a1")).ok());
+  faults_->FailNext(testing::StoreOp::kDeleteClaimsAndStaging, absl::UnavailableError("disk full"));
+  absl::StatusOr<UnmountResult> first = manager->UnmountVolume(Unmount("a1"));
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(StoredClaims(), SizeIs(1));
+
+  absl::StatusOr<UnmountResult> retry = manager->UnmountVolume(Unmount("a1"));
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
+  EXPECT_THAT(mounts_.mounts(), IsEmpty());
+  EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 1);
+}
+
+// A store that cannot be read refuses the restore: the manager will not
+// guess which volumes are mounted.
+TEST_F(VolumeManagerTest, UnreadableStoreFailsTheRestore) {
+  StartPlugin(/*stage_unstage=*/true);
+  faults_->FailNext(testing::StoreOp::kListStagings, absl::DataLossError("torn page"));
+  VolumeManagerOptions options;
+  options.root = kRoot;
+  VolumeManager manager(
+      kPlugin, options, [this] { return instance_; }, faults_.get(), &mounts_, &clock_, &cancel_);
+  EXPECT_EQ(manager.Restore().status().code(), absl::StatusCode::kDataLoss);
 }
 
 // The book, not the staging path, says whether a volume is staged: a plugin
