@@ -98,15 +98,15 @@ class CsiClientFakePluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
     socket_ = dir_.Sub("csi.sock");
-    plugin_ = testing::FakePlugin::Start({socket_}, testing::FakePluginConfig());
+    plugin_ = fakes::FakePlugin::Start({socket_}, fakes::FakePluginConfig());
     absl::StatusOr<std::unique_ptr<CsiClient>> client = CsiClient::Dial("unix://" + socket_);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
   }
 
-  testing::TempDir dir_;
+  fakes::TempDir dir_;
   std::string socket_;
-  std::unique_ptr<testing::FakePlugin> plugin_;
+  std::unique_ptr<fakes::FakePlugin> plugin_;
   std::unique_ptr<CsiClient> client_;
 };
 
@@ -145,7 +145,7 @@ TEST_F(CsiClientFakePluginTest, VanishedPluginIsUnavailable) {
   ASSERT_TRUE(client_->Probe(CallOptions()).ok());
   plugin_->Stop();
   EXPECT_EQ(client_->Probe(CallOptions()).status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_FALSE(testing::PathExists(socket_));
+  EXPECT_FALSE(fakes::PathExists(socket_));
 }
 
 }  // namespace

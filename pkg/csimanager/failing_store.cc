@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 
 void FailingStore::FailNext(StoreOp op, absl::Status status, int skip) {
   absl::MutexLock lock(&mu_);
@@ -81,4 +81,4 @@ absl::Status FailingStore::DeleteClaimsAndStaging(const std::vector<ClaimKey>& k
   return wrapped_->DeleteClaimsAndStaging(keys, plugin, staging_path);
 }
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes

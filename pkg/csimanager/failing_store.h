@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "pkg/csimanager/store.h"
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 
 enum class StoreOp {
   kPutPlugin,
@@ -68,6 +68,6 @@ class FailingStore : public Store {
   std::map<StoreOp, std::vector<Fault>> faults_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes
 
 #endif  // LUSTRE_CSI_PKG_CSIMANAGER_FAILING_STORE_H_

@@ -3,7 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 
 absl::Status FakeMountInspector::Injected(const std::string& op) {
   auto it = failures_.find(op);
@@ -76,4 +76,4 @@ std::set<std::string> FakeMountInspector::dirs() {
   return dirs_;
 }
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes

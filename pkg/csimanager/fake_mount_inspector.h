@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "pkg/csimanager/mount_inspector.h"
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 
 class FakeMountInspector : public MountInspector {
  public:
@@ -42,6 +42,6 @@ class FakeMountInspector : public MountInspector {
   std::map<std::string, std::deque<absl::Status>> failures_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes
 
 #endif  // LUSTRE_CSI_PKG_CSIMANAGER_FAKE_MOUNT_INSPECTOR_H_

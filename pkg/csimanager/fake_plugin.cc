@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 
 struct FakePlugin::State {
   absl::Mutex mu;
@@ -362,4 +362,4 @@ bool FakePlugin::AwaitRegistrationStatuses(int n, absl::Duration timeout) {
   return state_->mu.AwaitWithTimeout(absl::Condition(&enough), timeout);
 }
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes

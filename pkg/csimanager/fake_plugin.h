@@ -34,7 +34,7 @@
 #include "proto/csi.grpc.pb.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 
 struct FakePluginConfig {
   std::string name = "fake.csi.test";
@@ -100,6 +100,6 @@ class FakePlugin {
   bool stopped_ = false;
 };
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes
 
 #endif  // LUSTRE_CSI_PKG_CSIMANAGER_FAKE_PLUGIN_H_

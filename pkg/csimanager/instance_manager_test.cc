@@ -282,11 +282,11 @@ TEST(InstanceManagerTest, ClientFactoryErrorIsUnhealthy) {
 // Real plugins on real sockets, driven by the fake clock.
 class InstanceManagerFakePluginTest : public ::testing::Test {
  protected:
-  std::unique_ptr<testing::FakePlugin> StartPlugin(const std::string& socket,
-                                                   const std::string& name = "fake.csi.test") {
-    testing::FakePluginConfig config;
+  std::unique_ptr<fakes::FakePlugin> StartPlugin(const std::string& socket,
+                                                 const std::string& name = "fake.csi.test") {
+    fakes::FakePluginConfig config;
     config.name = name;
-    return testing::FakePlugin::Start({socket}, config);
+    return fakes::FakePlugin::Start({socket}, config);
   }
 
   PluginRecord SocketRecord(const std::string& socket, const std::string& name = "fake.csi.test") {
@@ -297,7 +297,7 @@ class InstanceManagerFakePluginTest : public ::testing::Test {
 
   absl::Time Soon() { return absl::Now() + absl::Seconds(30); }  // hang guard only
 
-  testing::TempDir dir_;
+  fakes::TempDir dir_;
   base::FakeClock clock_;
 };
 
@@ -313,7 +313,7 @@ TEST_F(InstanceManagerFakePluginTest, PeriodicFingerprintSeesTransitions) {
   EXPECT_TRUE(instance.WaitForHealthy(absl::InfinitePast()).ok());
 
   ASSERT_TRUE(clock_.AwaitSleepers(1));
-  plugin->Update([](testing::FakePluginConfig& c) { c.ready = false; });
+  plugin->Update([](fakes::FakePluginConfig& c) { c.ready = false; });
   clock_.Advance(absl::Seconds(30));
   ASSERT_TRUE(instance.AwaitFingerprints(2, Soon()));
   EXPECT_FALSE(instance.Status().healthy);

@@ -41,12 +41,12 @@ class ManagerServiceTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
 
-    testing::FakePluginConfig config;
+    fakes::FakePluginConfig config;
     config.name = kPlugin;
     config.stage_unstage = true;
     config.node_id = "i-123";
     config.topology = {{"zone", "z1"}};
-    plugin_ = testing::FakePlugin::Start({dir_.Sub("csi.sock")}, config, &mounts_);
+    plugin_ = fakes::FakePlugin::Start({dir_.Sub("csi.sock")}, config, &mounts_);
 
     ManagerOptions options;
     options.mount_root = "/mnt/csi";
@@ -107,11 +107,11 @@ class ManagerServiceTest : public ::testing::Test {
     return request;
   }
 
-  testing::TempDir dir_;
+  fakes::TempDir dir_;
   base::FakeClock clock_;
-  testing::FakeMountInspector mounts_;
+  fakes::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
-  std::unique_ptr<testing::FakePlugin> plugin_;
+  std::unique_ptr<fakes::FakePlugin> plugin_;
   std::unique_ptr<Manager> manager_;
   std::unique_ptr<ManagerService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -222,7 +222,7 @@ TEST_F(ManagerServiceTest, DrainOverTheApi) {
 
 struct ErrorCase {
   std::string name;
-  std::function<void(pb::MountVolumeRequest&, testing::FakePlugin&)> tweak;
+  std::function<void(pb::MountVolumeRequest&, fakes::FakePlugin&)> tweak;
   grpc::StatusCode code;
   std::string message;
 };
@@ -244,25 +244,23 @@ INSTANTIATE_TEST_SUITE_P(
     Table, ManagerServiceErrorTest,
     ::testing::Values(
         ErrorCase{"NoPlugin",
-                  [](pb::MountVolumeRequest& r, testing::FakePlugin&) { r.clear_plugin(); },
+                  [](pb::MountVolumeRequest& r, fakes::FakePlugin&) { r.clear_plugin(); },
                   grpc::StatusCode::INVALID_ARGUMENT, "plugin is empty"},
-        ErrorCase{
-            "UnknownPlugin",
-            [](pb::MountVolumeRequest& r, testing::FakePlugin&) { r.set_plugin("x.csi.test"); },
-            grpc::StatusCode::NOT_FOUND, "no node plugin named x.csi.test"},
-        ErrorCase{"NoUsage",
-                  [](pb::MountVolumeRequest& r, testing::FakePlugin&) { r.clear_usage(); },
+        ErrorCase{"UnknownPlugin",
+                  [](pb::MountVolumeRequest& r, fakes::FakePlugin&) { r.set_plugin("x.csi.test"); },
+                  grpc::StatusCode::NOT_FOUND, "no node plugin named x.csi.test"},
+        ErrorCase{"NoUsage", [](pb::MountVolumeRequest& r, fakes::FakePlugin&) { r.clear_usage(); },
                   grpc::StatusCode::INVALID_ARGUMENT, "attachment mode"},
         ErrorCase{"BadAccessMode",
-                  [](pb::MountVolumeRequest& r, testing::FakePlugin&) {
+                  [](pb::MountVolumeRequest& r, fakes::FakePlugin&) {
                     r.mutable_usage()->set_access_mode(static_cast<pb::AccessMode>(99));
                   },
                   grpc::StatusCode::INVALID_ARGUMENT, "usage.access_mode"},
         ErrorCase{"NoAlloc",
-                  [](pb::MountVolumeRequest& r, testing::FakePlugin&) { r.clear_alloc_id(); },
+                  [](pb::MountVolumeRequest& r, fakes::FakePlugin&) { r.clear_alloc_id(); },
                   grpc::StatusCode::INVALID_ARGUMENT, "alloc id is empty"},
         ErrorCase{"PluginFails",
-                  [](pb::MountVolumeRequest&, testing::FakePlugin& plugin) {
+                  [](pb::MountVolumeRequest&, fakes::FakePlugin& plugin) {
                     plugin.FailNext("NodeStageVolume",
                                     grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "denied"));
                   },

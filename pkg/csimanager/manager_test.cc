@@ -85,9 +85,9 @@ class ManagerTest : public ::testing::Test {
   }
 
   // A node plugin registering through the registration directory.
-  testing::FakePlugin* AddPlugin(const std::string& name, const std::string& tag = "",
-                                 std::function<void(testing::FakePluginConfig&)> tweak = {}) {
-    testing::FakePluginConfig config;
+  fakes::FakePlugin* AddPlugin(const std::string& name, const std::string& tag = "",
+                               std::function<void(fakes::FakePluginConfig&)> tweak = {}) {
+    fakes::FakePluginConfig config;
     config.name = name;
     config.stage_unstage = true;
     config.node_id = "node-" + name;
@@ -96,7 +96,7 @@ class ManagerTest : public ::testing::Test {
     std::string key = name + tag;
     config.registration_endpoint = dir_.Sub(key + ".csi.sock");
     if (tweak) tweak(config);
-    plugins_[key] = testing::FakePlugin::Start(
+    plugins_[key] = fakes::FakePlugin::Start(
         {reg_dir_ + "/" + key + "-reg.sock", dir_.Sub(key + ".csi.sock")}, config, &mounts_);
     return plugins_[key].get();
   }
@@ -127,12 +127,12 @@ class ManagerTest : public ::testing::Test {
     StartManager();
   }
 
-  testing::TempDir dir_;
+  fakes::TempDir dir_;
   std::string reg_dir_;
   base::FakeClock clock_;  // never advanced: each instance fingerprints once, at start
-  testing::FakeMountInspector mounts_;
+  fakes::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
-  std::map<std::string, std::unique_ptr<testing::FakePlugin>> plugins_;
+  std::map<std::string, std::unique_ptr<fakes::FakePlugin>> plugins_;
   std::unique_ptr<server::MetricsRegistry> metrics_;  // outlives manager_
   std::unique_ptr<Manager> manager_;
   StartReport report_;
@@ -141,10 +141,10 @@ class ManagerTest : public ::testing::Test {
 TEST_F(ManagerTest, DiscoversFingerprintsAndReports) {
   AddPlugin("a.csi.test");
   StartManager();
-  testing::FakePluginConfig monolith;
+  fakes::FakePluginConfig monolith;
   monolith.name = "m.csi.test";
   monolith.controller_service = true;
-  auto m = testing::FakePlugin::Start({dir_.Sub("m.sock")}, monolith);
+  auto m = fakes::FakePlugin::Start({dir_.Sub("m.sock")}, monolith);
   ASSERT_TRUE(
       manager_->SetStaticPlugins({*ParseStaticPlugin("m.csi.test:monolith:" + dir_.Sub("m.sock"))})
           .ok());
@@ -195,7 +195,7 @@ TEST_F(ManagerTest, WaitForPluginWaitsForRegistration) {
 }
 
 TEST_F(ManagerTest, UnhealthyPluginIsReportedWhileWaiting) {
-  AddPlugin("sick.csi.test", "", [](testing::FakePluginConfig& c) { c.ready = false; });
+  AddPlugin("sick.csi.test", "", [](fakes::FakePluginConfig& c) { c.ready = false; });
   StartManager();
   // Wait for its first fingerprint, then ask with a deadline already past.
   ASSERT_TRUE(Eventually([&] {
@@ -213,7 +213,7 @@ TEST_F(ManagerTest, UnhealthyPluginIsReportedWhileWaiting) {
 }
 
 TEST_F(ManagerTest, MountsThroughTheActivePluginAndCounts) {
-  testing::FakePlugin* plugin = AddPlugin("a.csi.test");
+  fakes::FakePlugin* plugin = AddPlugin("a.csi.test");
   StartManager();
   ASSERT_TRUE(manager_->WaitForPlugin(PluginType::kNode, "a.csi.test", Guard()).ok());
   absl::StatusOr<MountInfo> info = manager_->MountVolume("a.csi.test", Mount("alloc-1"));
@@ -254,7 +254,7 @@ TEST_F(ManagerTest, MountsThroughTheActivePluginAndCounts) {
 // The Nomad bug, end to end: after a restart of the manager, one
 // allocation leaving must not unstage a volume another still uses.
 TEST_F(ManagerTest, RestartRestoresClaimsAndUsageCounts_NomadUnstageBug) {
-  testing::FakePlugin* plugin = AddPlugin("a.csi.test");
+  fakes::FakePlugin* plugin = AddPlugin("a.csi.test");
   StartManager();
   ASSERT_TRUE(manager_->WaitForPlugin(PluginType::kNode, "a.csi.test", Guard()).ok());
   ASSERT_TRUE(manager_->MountVolume("a.csi.test", Mount("alloc-1")).ok());
@@ -282,12 +282,12 @@ TEST_F(ManagerTest, RestartRestoresClaimsAndUsageCounts_NomadUnstageBug) {
 }
 
 TEST_F(ManagerTest, UpgradeOverlapUsesTheNewestInstance) {
-  testing::FakePlugin* old_plugin = AddPlugin("p.csi.test", "-v1");
+  fakes::FakePlugin* old_plugin = AddPlugin("p.csi.test", "-v1");
   StartManager();
   ASSERT_TRUE(manager_->WaitForPlugin(PluginType::kNode, "p.csi.test", Guard()).ok());
   // The newer registration socket wins; make the order certain.
-  ASSERT_TRUE(testing::MakeOlder(reg_dir_ + "/p.csi.test-v1-reg.sock").ok());
-  testing::FakePlugin* new_plugin = AddPlugin("p.csi.test", "-v2");
+  ASSERT_TRUE(fakes::MakeOlder(reg_dir_ + "/p.csi.test-v1-reg.sock").ok());
+  fakes::FakePlugin* new_plugin = AddPlugin("p.csi.test", "-v2");
   ASSERT_TRUE(new_plugin->AwaitRegistrationStatuses(1));
   ASSERT_TRUE(new_plugin->AwaitCalls("NodeGetCapabilities", 1));
   std::vector<PluginStatus> listed = manager_->ListPlugins();
@@ -343,7 +343,7 @@ TEST_F(ManagerTest, ShutdownWithUnmountAllUnmounts) {
 }
 
 TEST_F(ManagerTest, ShutdownCancelsOperationsAfterTheGracePeriod) {
-  testing::FakePlugin* plugin = AddPlugin("a.csi.test");
+  fakes::FakePlugin* plugin = AddPlugin("a.csi.test");
   StartManager(/*grace=*/absl::Milliseconds(20));
   ASSERT_TRUE(manager_->WaitForPlugin(PluginType::kNode, "a.csi.test", Guard()).ok());
   plugin->SetHang("NodePublishVolume", true);
@@ -357,7 +357,7 @@ TEST_F(ManagerTest, ShutdownCancelsOperationsAfterTheGracePeriod) {
 }
 
 TEST_F(ManagerTest, DeregisteredPluginStopsBeingActive) {
-  testing::FakePlugin* plugin = AddPlugin("a.csi.test");
+  fakes::FakePlugin* plugin = AddPlugin("a.csi.test");
   StartManager();
   ASSERT_TRUE(manager_->WaitForPlugin(PluginType::kNode, "a.csi.test", Guard()).ok());
   ASSERT_TRUE(manager_->MountVolume("a.csi.test", Mount("alloc-1")).ok());

@@ -43,14 +43,14 @@ class RegistrationWatcherTest : public ::testing::Test {
 
   // A plugin whose registrar listens in the registration directory and whose
   // CSI socket lives elsewhere, like a node-driver-registrar sidecar.
-  testing::FakePlugin* AddPlugin(const std::string& name,
-                                 std::function<void(testing::FakePluginConfig&)> tweak = {}) {
-    testing::FakePluginConfig config;
+  fakes::FakePlugin* AddPlugin(const std::string& name,
+                               std::function<void(fakes::FakePluginConfig&)> tweak = {}) {
+    fakes::FakePluginConfig config;
     config.name = name;
     config.registration_endpoint = CsiSocket(name);
     config.supported_versions = {"1.0.0", "1.5.0"};
     if (tweak) tweak(config);
-    plugins_[name] = testing::FakePlugin::Start({RegSocket(name), CsiSocket(name)}, config);
+    plugins_[name] = fakes::FakePlugin::Start({RegSocket(name), CsiSocket(name)}, config);
     return plugins_[name].get();
   }
 
@@ -84,17 +84,17 @@ class RegistrationWatcherTest : public ::testing::Test {
     return it == sockets.end() ? Phase::kPending : it->second.phase;
   }
 
-  testing::TempDir dir_;
+  fakes::TempDir dir_;
   std::string reg_dir_;
   base::FakeClock clock_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Registry> registry_;
-  std::map<std::string, std::unique_ptr<testing::FakePlugin>> plugins_;
+  std::map<std::string, std::unique_ptr<fakes::FakePlugin>> plugins_;
   std::unique_ptr<RegistrationWatcher> watcher_;
 };
 
 TEST_F(RegistrationWatcherTest, FindsExistingSocketsAtStart) {
-  testing::FakePlugin* plugin = AddPlugin("early.csi.test");
+  fakes::FakePlugin* plugin = AddPlugin("early.csi.test");
   StartWatcher();
   ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
   EXPECT_TRUE(plugin->RegistrationStatuses()[0].plugin_registered());
@@ -117,7 +117,7 @@ TEST_F(RegistrationWatcherTest, FindsExistingSocketsAtStart) {
 
 TEST_F(RegistrationWatcherTest, NewSocketsRegisterAndRemovedOnesDeregister) {
   StartWatcher();
-  testing::FakePlugin* plugin = AddPlugin("late.csi.test");
+  fakes::FakePlugin* plugin = AddPlugin("late.csi.test");
   ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
   ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("late.csi.test")); }));
   EXPECT_EQ(registry_->Active("late.csi.test", PluginType::kNode)->endpoint,
@@ -129,7 +129,7 @@ TEST_F(RegistrationWatcherTest, NewSocketsRegisterAndRemovedOnesDeregister) {
 }
 
 TEST_F(RegistrationWatcherTest, EmptyEndpointMeansTheRegistrationSocket) {
-  AddPlugin("one.csi.test", [](testing::FakePluginConfig& c) { c.registration_endpoint = ""; });
+  AddPlugin("one.csi.test", [](fakes::FakePluginConfig& c) { c.registration_endpoint = ""; });
   StartWatcher();
   ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("one.csi.test")); }));
   EXPECT_EQ(registry_->Get(RegSocket("one.csi.test"))->endpoint, RegSocket("one.csi.test"));
@@ -137,7 +137,7 @@ TEST_F(RegistrationWatcherTest, EmptyEndpointMeansTheRegistrationSocket) {
 
 struct RejectCase {
   std::string name;
-  std::function<void(testing::FakePluginConfig&)> tweak;
+  std::function<void(fakes::FakePluginConfig&)> tweak;
   std::string error;
 };
 
@@ -145,7 +145,7 @@ class RegistrationRejectTest : public RegistrationWatcherTest,
                                public ::testing::WithParamInterface<RejectCase> {};
 
 TEST_P(RegistrationRejectTest, TellsThePluginWhy) {
-  testing::FakePlugin* plugin = AddPlugin("bad.csi.test", GetParam().tweak);
+  fakes::FakePlugin* plugin = AddPlugin("bad.csi.test", GetParam().tweak);
   StartWatcher();
   ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
   pluginregistration::RegistrationStatus status = plugin->RegistrationStatuses()[0];
@@ -161,26 +161,24 @@ INSTANTIATE_TEST_SUITE_P(
     Table, RegistrationRejectTest,
     ::testing::Values(
         RejectCase{"DevicePlugin",
-                   [](testing::FakePluginConfig& c) { c.registration_type = "DevicePlugin"; },
+                   [](fakes::FakePluginConfig& c) { c.registration_type = "DevicePlugin"; },
                    "unsupported plugin type \"DevicePlugin\""},
         RejectCase{"NoV1",
-                   [](testing::FakePluginConfig& c) {
+                   [](fakes::FakePluginConfig& c) {
                      c.supported_versions = {"0.3.0", "2.0"};
                    },
                    "is a CSI 1.x version"},
-        RejectCase{"NoVersions", [](testing::FakePluginConfig& c) { c.supported_versions = {}; },
+        RejectCase{"NoVersions", [](fakes::FakePluginConfig& c) { c.supported_versions = {}; },
                    "is a CSI 1.x version"},
-        RejectCase{"BadName",
-                   [](testing::FakePluginConfig& c) { c.registration_name = "bad name!"; },
+        RejectCase{"BadName", [](fakes::FakePluginConfig& c) { c.registration_name = "bad name!"; },
                    "invalid plugin name"},
-        RejectCase{
-            "TcpEndpoint",
-            [](testing::FakePluginConfig& c) { c.registration_endpoint = "tcp://1.2.3.4:5"; },
-            "only unix sockets are supported"}),
+        RejectCase{"TcpEndpoint",
+                   [](fakes::FakePluginConfig& c) { c.registration_endpoint = "tcp://1.2.3.4:5"; },
+                   "only unix sockets are supported"}),
     [](const ::testing::TestParamInfo<RejectCase>& info) { return info.param.name; });
 
 TEST_F(RegistrationWatcherTest, UnansweredSocketsAreRetried) {
-  testing::FakePlugin* plugin = AddPlugin("slow.csi.test");
+  fakes::FakePlugin* plugin = AddPlugin("slow.csi.test");
   plugin->FailNext("GetInfo", grpc::Status(grpc::StatusCode::UNAVAILABLE, "starting"), 2);
   StartWatcher();
   ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("slow.csi.test")); }));
@@ -189,12 +187,12 @@ TEST_F(RegistrationWatcherTest, UnansweredSocketsAreRetried) {
 }
 
 TEST_F(RegistrationWatcherTest, IgnoresFilesThatAreNotSockets) {
-  ASSERT_TRUE(testing::WriteFile(reg_dir_ + "/plain.sock", "not a socket").ok());
-  testing::FakePlugin* plugin = AddPlugin("real.csi.test");
+  ASSERT_TRUE(fakes::WriteFile(reg_dir_ + "/plain.sock", "not a socket").ok());
+  fakes::FakePlugin* plugin = AddPlugin("real.csi.test");
   // A socket without the .sock suffix is ignored too.
-  testing::FakePluginConfig config;
+  fakes::FakePluginConfig config;
   config.name = "unsuffixed.csi.test";
-  auto unsuffixed = testing::FakePlugin::Start({reg_dir_ + "/unsuffixed.socket"}, config);
+  auto unsuffixed = fakes::FakePlugin::Start({reg_dir_ + "/unsuffixed.socket"}, config);
   StartWatcher();
   ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
   EXPECT_THAT(watcher_->Sockets(), ::testing::SizeIs(1));
@@ -202,11 +200,11 @@ TEST_F(RegistrationWatcherTest, IgnoresFilesThatAreNotSockets) {
 }
 
 TEST_F(RegistrationWatcherTest, HungRegistrarDoesNotBlockOthers) {
-  testing::FakePlugin* hung = AddPlugin("hung.csi.test");
+  fakes::FakePlugin* hung = AddPlugin("hung.csi.test");
   hung->SetHang("GetInfo", true);
   StartWatcher();
   ASSERT_TRUE(hung->AwaitCalls("GetInfo", 1));
-  testing::FakePlugin* good = AddPlugin("good.csi.test");
+  fakes::FakePlugin* good = AddPlugin("good.csi.test");
   ASSERT_TRUE(good->AwaitRegistrationStatuses(1));
   EXPECT_TRUE(Registered(RegSocket("good.csi.test")));
   EXPECT_FALSE(Registered(RegSocket("hung.csi.test")));
@@ -216,17 +214,16 @@ TEST_F(RegistrationWatcherTest, HungRegistrarDoesNotBlockOthers) {
 }
 
 TEST_F(RegistrationWatcherTest, UpgradeOverlapResolvesToNewestSocket) {
-  AddPlugin("p.csi.test",
-            [&](testing::FakePluginConfig& c) { c.registration_name = "p.csi.test"; });
+  AddPlugin("p.csi.test", [&](fakes::FakePluginConfig& c) { c.registration_name = "p.csi.test"; });
   StartWatcher();
   ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("p.csi.test")); }));
   // The new version's registrar appears under another socket name.
-  testing::FakePluginConfig config;
+  fakes::FakePluginConfig config;
   config.name = "p.csi.test";
   config.registration_endpoint = CsiSocket("p-v2");
   // The newer registration socket wins; make the order certain.
-  ASSERT_TRUE(testing::MakeOlder(RegSocket("p.csi.test")).ok());
-  auto v2 = testing::FakePlugin::Start({reg_dir_ + "/p-v2-reg.sock", CsiSocket("p-v2")}, config);
+  ASSERT_TRUE(fakes::MakeOlder(RegSocket("p.csi.test")).ok());
+  auto v2 = fakes::FakePlugin::Start({reg_dir_ + "/p-v2-reg.sock", CsiSocket("p-v2")}, config);
   ASSERT_TRUE(Eventually([&] { return Registered(reg_dir_ + "/p-v2-reg.sock"); }));
   EXPECT_EQ(registry_->Active("p.csi.test", PluginType::kNode)->endpoint, CsiSocket("p-v2"));
   // The old one leaves; the new one stays active.

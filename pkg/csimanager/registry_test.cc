@@ -105,7 +105,7 @@ class RegistryTest : public ::testing::Test {
     ASSERT_TRUE(registry_->Restore().ok());
   }
 
-  testing::TempDir dir_;
+  fakes::TempDir dir_;
   base::FakeClock clock_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Registry> registry_;

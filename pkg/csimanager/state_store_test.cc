@@ -22,9 +22,9 @@
 namespace lustre_csi::csimanager {
 namespace {
 
+using fakes::TempDir;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using testing::TempDir;
 
 Claim SampleClaim(absl::string_view alloc) {
   Claim claim;
@@ -324,7 +324,7 @@ TEST_P(BadStoreTest, OpenRefusesClearly) {
 }
 
 void Garbage(const std::string& path) {
-  ASSERT_TRUE(testing::WriteFile(path, std::string(8192, 'x') + "this is not a database").ok());
+  ASSERT_TRUE(fakes::WriteFile(path, std::string(8192, 'x') + "this is not a database").ok());
 }
 
 void CorruptPages(const std::string& path) {

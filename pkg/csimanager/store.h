@@ -1,6 +1,6 @@
 // Store: what the plugin manager keeps durably (plugin registry, volume
 // claims, staging records), as an interface. StateStore (SQLite) is the
-// implementation the daemon runs; testing::FailingStore wraps any Store to
+// implementation the daemon runs; fakes::FailingStore wraps any Store to
 // make chosen operations fail, so the paths that handle a failed write can
 // be tested.
 //

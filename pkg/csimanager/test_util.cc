@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "glog/logging.h"
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 namespace {
 
 int RemoveOne(const char* path, const struct stat*, int, struct FTW*) {
@@ -59,4 +59,4 @@ absl::Status MakeOlder(const std::string& path) {
   return absl::OkStatus();
 }
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes

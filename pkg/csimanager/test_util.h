@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace lustre_csi::csimanager::testing {
+namespace lustre_csi::csimanager::fakes {
 
 class TempDir {
  public:
@@ -36,6 +36,6 @@ bool PathExists(const std::string& path);
 // minute ago, so that anything made from now on is strictly newer.
 absl::Status MakeOlder(const std::string& path);
 
-}  // namespace lustre_csi::csimanager::testing
+}  // namespace lustre_csi::csimanager::fakes
 
 #endif  // LUSTRE_CSI_PKG_CSIMANAGER_TEST_UTIL_H_

@@ -88,7 +88,7 @@ class VolumeManagerTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(dir_.Sub("state.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    faults_ = std::make_unique<testing::FailingStore>(store_.get());
+    faults_ = std::make_unique<fakes::FailingStore>(store_.get());
   }
 
   // Starts the fake plugin and an instance manager for it (not fingerprinted
@@ -96,12 +96,12 @@ class VolumeManagerTest : public ::testing::Test {
   void StartPlugin(bool stage_unstage, bool stage_mounts = true) {
     instance_.reset();
     plugin_.reset();
-    testing::FakePluginConfig config;
+    fakes::FakePluginConfig config;
     config.name = kPlugin;
     config.stage_unstage = stage_unstage;
     config.stage_mounts = stage_mounts;
     config.node_id = "node-7";
-    plugin_ = testing::FakePlugin::Start({dir_.Sub("csi.sock")}, config, &mounts_);
+    plugin_ = fakes::FakePlugin::Start({dir_.Sub("csi.sock")}, config, &mounts_);
     PluginRecord record;
     record.id = StaticPluginId(PluginType::kNode, kPlugin);
     record.name = kPlugin;
@@ -147,13 +147,13 @@ class VolumeManagerTest : public ::testing::Test {
     return out;
   }
 
-  testing::TempDir dir_;
+  fakes::TempDir dir_;
   base::FakeClock clock_;
   base::CancelToken cancel_;
-  testing::FakeMountInspector mounts_;
+  fakes::FakeMountInspector mounts_;
   std::unique_ptr<StateStore> store_;
-  std::unique_ptr<testing::FailingStore> faults_;  // what the manager writes through
-  std::unique_ptr<testing::FakePlugin> plugin_;
+  std::unique_ptr<fakes::FailingStore> faults_;  // what the manager writes through
+  std::unique_ptr<fakes::FakePlugin> plugin_;
   std::shared_ptr<InstanceManager> instance_;
   RestoreReport last_report_;
 };
@@ -281,7 +281,7 @@ TEST_F(VolumeManagerTest, StagesOnceAndUnstagesWhenTheLastUserLeaves) {
 TEST_F(VolumeManagerTest, MountThatCannotBeRecordedDoesNothing) {
   StartPlugin(/*stage_unstage=*/true);
   auto manager = NewManager();
-  faults_->FailNext(testing::StoreOp::kPutClaim, absl::UnavailableError("disk full"));
+  faults_->FailNext(fakes::StoreOp::kPutClaim, absl::UnavailableError("disk full"));
   absl::StatusOr<MountInfo> info = manager->MountVolume(Mount("a1"));
   EXPECT_EQ(info.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(info.status().message()), HasSubstr("recording"));
@@ -297,7 +297,7 @@ TEST_F(VolumeManagerTest, MountThatCannotBeRecordedDoesNothing) {
 TEST_F(VolumeManagerTest, StageThatCannotBeRecordedIsNotAttempted) {
   StartPlugin(/*stage_unstage=*/true);
   auto manager = NewManager();
-  faults_->FailNext(testing::StoreOp::kPutStaging, absl::UnavailableError("disk full"));
+  faults_->FailNext(fakes::StoreOp::kPutStaging, absl::UnavailableError("disk full"));
   absl::StatusOr<MountInfo> info = manager->MountVolume(Mount("a1"));
   EXPECT_EQ(info.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(VolumeCalls(), IsEmpty());
@@ -314,7 +314,7 @@ TEST_F(VolumeManagerTest, StageThatCannotBeRecordedIsNotAttempted) {
 TEST_F(VolumeManagerTest, MountedButNotRecordedIsFinishedByARetry) {
   StartPlugin(/*stage_unstage=*/true);
   auto manager = NewManager();
-  faults_->FailNext(testing::StoreOp::kPutClaim, absl::UnavailableError("disk full"),
+  faults_->FailNext(fakes::StoreOp::kPutClaim, absl::UnavailableError("disk full"),
                     /*skip=*/1);
   absl::StatusOr<MountInfo> first = manager->MountVolume(Mount("a1"));
   EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable);
@@ -337,7 +337,7 @@ TEST_F(VolumeManagerTest, UnmountThatCannotBeRecordedIsFinishedByARetry) {
   StartPlugin(/*stage_unstage=*/true);
   auto manager = NewManager();
   ASSERT_TRUE(manager->MountVolume(Mount("a1")).ok());
-  faults_->FailNext(testing::StoreOp::kDeleteClaimsAndStaging, absl::UnavailableError("disk full"));
+  faults_->FailNext(fakes::StoreOp::kDeleteClaimsAndStaging, absl::UnavailableError("disk full"));
   absl::StatusOr<UnmountResult> first = manager->UnmountVolume(Unmount("a1"));
   EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(StoredClaims(), SizeIs(1));
@@ -354,7 +354,7 @@ TEST_F(VolumeManagerTest, UnmountThatCannotBeRecordedIsFinishedByARetry) {
 // guess which volumes are mounted.
 TEST_F(VolumeManagerTest, UnreadableStoreFailsTheRestore) {
   StartPlugin(/*stage_unstage=*/true);
-  faults_->FailNext(testing::StoreOp::kListStagings, absl::DataLossError("torn page"));
+  faults_->FailNext(fakes::StoreOp::kListStagings, absl::DataLossError("torn page"));
   VolumeManagerOptions options;
   options.root = kRoot;
   VolumeManager manager(
@@ -827,7 +827,7 @@ TEST_F(VolumeManagerTest, UnregisteredOrUnhealthyPlugin) {
   instance_.reset();
   EXPECT_EQ(manager->MountVolume(Mount("a1")).status().code(), absl::StatusCode::kUnavailable);
   StartPlugin(false);
-  plugin_->Update([](testing::FakePluginConfig& c) { c.ready = false; });
+  plugin_->Update([](fakes::FakePluginConfig& c) { c.ready = false; });
   absl::Status status = manager->MountVolume(Mount("a1")).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(status.message()), HasSubstr("not ready"));
