@@ -16,7 +16,7 @@ namespace lustre_csi::csimanager::fakes {
 struct FakePlugin::State {
   absl::Mutex mu;
   FakePluginConfig config ABSL_GUARDED_BY(mu);
-  FakeMountInspector* mounts = nullptr;
+  FakeNode* mounts = nullptr;
   bool stopping ABSL_GUARDED_BY(mu) = false;
   std::map<std::string, bool> hang ABSL_GUARDED_BY(mu);
   std::map<std::string, std::deque<grpc::Status>> failures ABSL_GUARDED_BY(mu);
@@ -35,7 +35,7 @@ struct FakePlugin::State {
       absl::MutexLock lock(&mu);
       if (staged.count(path) > 0) return true;
     }
-    return mounts != nullptr && mounts->IsMountPoint(path).value_or(false);
+    return mounts != nullptr && mounts->inspector()->IsMountPoint(path).value_or(false);
   }
 
   // Records the call, then hangs or fails it as the test asked.
@@ -266,7 +266,7 @@ class Registration final : public pluginregistration::Registration::Service {
 }  // namespace
 
 std::unique_ptr<FakePlugin> FakePlugin::Start(const std::vector<std::string>& sockets,
-                                              FakePluginConfig config, FakeMountInspector* mounts) {
+                                              FakePluginConfig config, FakeNode* mounts) {
   std::unique_ptr<FakePlugin> plugin(new FakePlugin());
   plugin->state_ = std::make_shared<State>();
   {

@@ -5,7 +5,7 @@
 // kubelet's pluginregistration.Registration on every socket it is given.
 // Tests steer it: readiness, capabilities, node info, injected errors per
 // method, and methods that hang until released or cancelled by the caller.
-// Stage/publish/unstage/unpublish mark paths in a FakeMountInspector (when
+// Stage/publish/unstage/unpublish mark paths in a FakeNode (when
 // given one), so volume-manager tests see "mounts" appear and disappear.
 // NodePublishVolume of a stage-capable plugin fails with FAILED_PRECONDITION
 // unless the staging path is staged (mounted, or recorded when the plugin
@@ -30,7 +30,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/fake_mount_inspector.h"
+#include "pkg/csimanager/fake_node.h"
 #include "proto/csi.grpc.pb.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
@@ -60,8 +60,7 @@ class FakePlugin {
  public:
   // Starts serving on each of `sockets`. `mounts` may be null; not owned.
   static std::unique_ptr<FakePlugin> Start(const std::vector<std::string>& sockets,
-                                           FakePluginConfig config,
-                                           FakeMountInspector* mounts = nullptr);
+                                           FakePluginConfig config, FakeNode* mounts = nullptr);
   ~FakePlugin();
 
   // Stops serving and removes the sockets; the plugin "vanishes". Idempotent.

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
-#include "pkg/csimanager/fake_mount_inspector.h"
+#include "pkg/csimanager/fake_node.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/manager_proto.h"
 #include "pkg/csimanager/state_store.h"
@@ -53,7 +53,7 @@ class ManagerServiceTest : public ::testing::Test {
     options.node_name = "worker-1";
     ManagerDeps deps;
     deps.store = store_.get();
-    deps.mounts = &mounts_;
+    deps.mounts = mounts_.inspector();
     deps.clock = &clock_;
     manager_ = std::make_unique<Manager>(options, deps);
     ASSERT_TRUE(manager_->Start().ok());
@@ -109,7 +109,7 @@ class ManagerServiceTest : public ::testing::Test {
 
   fakes::TempDir dir_;
   base::FakeClock clock_;
-  fakes::FakeMountInspector mounts_;
+  fakes::FakeNode mounts_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<fakes::FakePlugin> plugin_;
   std::unique_ptr<Manager> manager_;

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
-#include "pkg/csimanager/fake_mount_inspector.h"
+#include "pkg/csimanager/fake_node.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
@@ -110,7 +110,7 @@ class ManagerTest : public ::testing::Test {
     options.shutdown_grace = grace;
     ManagerDeps deps;
     deps.store = store_.get();
-    deps.mounts = &mounts_;
+    deps.mounts = mounts_.inspector();
     deps.clock = &clock_;
     metrics_ = std::make_unique<server::MetricsRegistry>();
     deps.metrics = metrics_.get();
@@ -130,7 +130,7 @@ class ManagerTest : public ::testing::Test {
   fakes::TempDir dir_;
   std::string reg_dir_;
   base::FakeClock clock_;  // never advanced: each instance fingerprints once, at start
-  fakes::FakeMountInspector mounts_;
+  fakes::FakeNode mounts_;
   std::unique_ptr<StateStore> store_;
   std::map<std::string, std::unique_ptr<fakes::FakePlugin>> plugins_;
   std::unique_ptr<server::MetricsRegistry> metrics_;  // outlives manager_

@@ -3,7 +3,8 @@
 // The plugin does the mounting; the manager only checks mount points, makes
 // the directories the plugin mounts on, and removes them once empty. The
 // daemon adapts pkg/volume's syscall seam and mount table to this interface;
-// tests use FakeMountInspector. Implementations must be thread-safe.
+// tests use the same adapter over pkg/volume's FakeSyscalls (fakes::FakeNode).
+// Implementations must be thread-safe.
 #ifndef LUSTRE_CSI_PKG_CSIMANAGER_MOUNT_INSPECTOR_H_
 #define LUSTRE_CSI_PKG_CSIMANAGER_MOUNT_INSPECTOR_H_
 

@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/failing_store.h"
-#include "pkg/csimanager/fake_mount_inspector.h"
+#include "pkg/csimanager/fake_node.h"
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
@@ -116,7 +116,8 @@ class VolumeManagerTest : public ::testing::Test {
     options.root = kRoot;
     options.retry = retry;
     auto manager = std::make_unique<VolumeManager>(
-        kPlugin, options, [this] { return instance_; }, faults_.get(), &mounts_, &clock_, &cancel_);
+        kPlugin, options, [this] { return instance_; }, faults_.get(), mounts_.inspector(), &clock_,
+        &cancel_);
     absl::StatusOr<RestoreReport> report = manager->Restore();
     EXPECT_TRUE(report.ok()) << report.status();
     if (report.ok()) last_report_ = *report;
@@ -150,7 +151,7 @@ class VolumeManagerTest : public ::testing::Test {
   fakes::TempDir dir_;
   base::FakeClock clock_;
   base::CancelToken cancel_;
-  fakes::FakeMountInspector mounts_;
+  fakes::FakeNode mounts_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<fakes::FailingStore> faults_;  // what the manager writes through
   std::unique_ptr<fakes::FakePlugin> plugin_;
@@ -220,7 +221,7 @@ TEST_F(VolumeManagerTest, WithoutStagingOnlyPublishes) {
   EXPECT_EQ(publish.publish_context().at("device"), "/dev/x");
   EXPECT_EQ(publish.volume_context().at("fs-name"), "lustrefs");
   EXPECT_EQ(publish.secrets().at("token"), "s3cret");
-  EXPECT_TRUE(mounts_.dirs().count(absl::StrCat(kRoot, "/per-alloc/a1/vol-1")));
+  EXPECT_TRUE(mounts_.Exists(absl::StrCat(kRoot, "/per-alloc/a1/vol-1")));
 
   std::vector<Claim> stored = StoredClaims();
   ASSERT_THAT(stored, SizeIs(1));
@@ -235,7 +236,7 @@ TEST_F(VolumeManagerTest, WithoutStagingOnlyPublishes) {
   EXPECT_THAT(StoredClaims(), IsEmpty());
   EXPECT_THAT(mounts_.mounts(), IsEmpty());
   // Empty per-alloc directories are gone; nothing above per-alloc is touched.
-  EXPECT_FALSE(mounts_.dirs().count(absl::StrCat(kRoot, "/per-alloc/a1")));
+  EXPECT_FALSE(mounts_.Exists(absl::StrCat(kRoot, "/per-alloc/a1")));
 }
 
 TEST_F(VolumeManagerTest, StagesOnceAndUnstagesWhenTheLastUserLeaves) {
@@ -268,7 +269,7 @@ TEST_F(VolumeManagerTest, StagesOnceAndUnstagesWhenTheLastUserLeaves) {
   EXPECT_EQ(manager->UsageCount("default", "vol-1", kRwUsage), 0);
   EXPECT_THAT(mounts_.mounts(), IsEmpty());
   EXPECT_THAT(StoredClaims(), IsEmpty());
-  EXPECT_FALSE(mounts_.dirs().count(Staging()));
+  EXPECT_FALSE(mounts_.Exists(Staging()));
   EXPECT_THAT(plugin_->Log(),
               ::testing::IsSupersetOf(
                   {"NodeStageVolume " + Staging(), "NodePublishVolume " + Target("a1"),
@@ -358,7 +359,8 @@ TEST_F(VolumeManagerTest, UnreadableStoreFailsTheRestore) {
   VolumeManagerOptions options;
   options.root = kRoot;
   VolumeManager manager(
-      kPlugin, options, [this] { return instance_; }, faults_.get(), &mounts_, &clock_, &cancel_);
+      kPlugin, options, [this] { return instance_; }, faults_.get(), mounts_.inspector(), &clock_,
+      &cancel_);
   EXPECT_EQ(manager.Restore().status().code(), absl::StatusCode::kDataLoss);
 }
 
