@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,16 +117,9 @@ class Client {
   }
 
   std::string PluginType(pb::PluginType type) {
-    switch (type) {
-      case pb::PLUGIN_TYPE_NODE:
-        return "node";
-      case pb::PLUGIN_TYPE_CONTROLLER:
-        return "controller";
-      case pb::PLUGIN_TYPE_MONOLITH:
-        return "monolith";
-      default:
-        return "?";
-    }
+    absl::StatusOr<std::optional<csimanager::PluginType>> ours = csimanager::FromProto(type);
+    if (!ours.ok() || !ours->has_value()) return "?";
+    return std::string(csimanager::PluginTypeName(**ours));
   }
 
   absl::StatusOr<pb::PluginType> TypeFlag() {

@@ -35,6 +35,13 @@ absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
   return sys.ResolveBeneath(root, sub_dir).status();
 }
 
+absl::Status EnsureSubDirIn(MountBackend& backend, volume::Syscalls& sys,
+                            const LustreSource& source) {
+  if (source.sub_dir.empty()) return absl::OkStatus();
+  return backend.WithFileSystemRoot(
+      source, [&](const std::string& root) { return MakeSubDir(sys, root, source.sub_dir); });
+}
+
 std::string MountedSpec(const volume::MountEntry& e) {
   if (e.root.empty() || e.root == "/") return e.source;
   return absl::StrCat(absl::StripSuffix(e.source, "/"), e.root);
@@ -147,9 +154,7 @@ class LustreBackend : public MountBackend {
   }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
-    if (source.sub_dir.empty()) return absl::OkStatus();
-    return WithFileSystemRoot(
-        source, [&](const std::string& root) { return MakeSubDir(*sys_, root, source.sub_dir); });
+    return internal::EnsureSubDirIn(*this, *sys_, source);
   }
 
   absl::Status WithFileSystemRoot(
@@ -281,9 +286,7 @@ class LocalBackend : public MountBackend {
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
     // Nothing to create for the root; Mount() reports a missing file system.
-    if (source.sub_dir.empty()) return absl::OkStatus();
-    return WithFileSystemRoot(
-        source, [&](const std::string& root) { return MakeSubDir(*sys_, root, source.sub_dir); });
+    return internal::EnsureSubDirIn(*this, *sys_, source);
   }
 
   absl::Status WithFileSystemRoot(

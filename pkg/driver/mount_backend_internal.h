@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "pkg/driver/mount_backend.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
 
@@ -13,6 +14,11 @@ namespace lustre_csi::driver::internal {
 // Creates `sub_dir` (and missing parents) beneath `root` and proves,
 // resolving symlinks, that it stays beneath it.
 absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root, const std::string& sub_dir);
+
+// MountBackend::EnsureSubDir of a backend with a file system: nothing for
+// the root; otherwise MakeSubDir inside backend.WithFileSystemRoot.
+absl::Status EnsureSubDirIn(MountBackend& backend, volume::Syscalls& sys,
+                            const LustreSource& source);
 
 // "<source>" joined with the mount's root inside its file system, so a mount
 // of <fs>/<sub> reads the same whether the kernel shows it as the source

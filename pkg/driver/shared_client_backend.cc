@@ -99,9 +99,7 @@ class SharedClientBackend : public MountBackend {
   Readiness CheckReady() override { return clients_->CheckReady(); }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
-    if (source.sub_dir.empty()) return absl::OkStatus();
-    return WithFileSystemRoot(
-        source, [&](const std::string& root) { return MakeSubDir(*sys_, root, source.sub_dir); });
+    return internal::EnsureSubDirIn(*this, *sys_, source);
   }
 
   absl::Status WithFileSystemRoot(
