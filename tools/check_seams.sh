@@ -47,10 +47,26 @@ declare -A allowed=()
 for f in "${seam[@]}" "${test_helpers[@]}" "${sockets[@]}" "${pending[@]}"; do allowed[$f]=1; done
 
 headers='#include <(sys/mount\.h|sys/inotify\.h|sys/eventfd\.h|sys/statfs\.h|sys/vfs\.h|dirent\.h|fcntl\.h|sys/stat\.h)>'
-calls='(^|[^:A-Za-z0-9_.>])(::)?(open|openat|openat2|stat|lstat|fstat|fstatat|statx|statfs|fstatfs|mkdir|mkdirat|mkdtemp|rmdir|unlink|unlinkat|opendir|fdopendir|readdir|access|faccessat|mount|umount|umount2|inotify_init1|inotify_add_watch|eventfd|chown|fchownat|chmod|fchmodat|readlink|rename|renameat)\('
+calls='(^|[^:A-Za-z0-9_.>])(::)?(open|openat|openat2|fopen|stat|lstat|fstat|fstatat|statx|statfs|fstatfs|mkdir|mkdirat|mkdtemp|rmdir|unlink|unlinkat|opendir|fdopendir|readdir|access|faccessat|mount|umount|umount2|inotify_init1|inotify_add_watch|eventfd|chown|fchownat|chmod|fchmodat|readlink|rename|renameat|syscall)\(|std::filesystem::'
+# A broken pattern would match nothing and pass everything: check them first.
+for pattern in "$headers" "$calls"; do
+  rc=0
+  grep -qE "$pattern" <<<"" || rc=$?
+  [[ $rc -le 1 ]] || { echo "tools/check_seams.sh: bad pattern: $pattern"; exit 2; }
+done
+
+# Tracked and new (untracked, not ignored) files; an empty list is an error,
+# not a pass.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard 'pkg/*.cc' 'pkg/*.h' |
+  grep -v '_test\.cc$' | sort -u)
+if [[ ${#files[@]} -eq 0 ]]; then
+  echo "tools/check_seams.sh: no source files under pkg/ (not a git checkout?)"
+  exit 2
+fi
 
 bad=0
-while IFS= read -r file; do
+for file in "${files[@]}"; do
+  [[ -e "$file" ]] || continue  # deleted in the working tree
   [[ -n "${allowed[$file]:-}" ]] && continue
   hits=$({ grep -nE "$headers" "$file" || true; grep -nE "$calls" "$file" || true; } |
     grep -vE '^[0-9]+:\s*//' || true)
@@ -59,7 +75,7 @@ while IFS= read -r file; do
     echo "$file:$hit"
     bad=1
   done <<<"$hits"
-done < <(git ls-files 'pkg/*.cc' 'pkg/*.h' | grep -v '_test\.cc$')
+done
 
 for f in "${!allowed[@]}"; do
   [[ -e "$f" ]] || { echo "tools/check_seams.sh lists $f, which does not exist"; bad=1; }

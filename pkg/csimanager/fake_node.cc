@@ -9,6 +9,7 @@ namespace lustre_csi::csimanager::fakes {
 FakeNode::FakeNode() : inspector_(NewVolumeMountInspector(&sys_)) {}
 
 void FakeNode::SetMounted(const std::string& path, bool mounted) {
+  absl::MutexLock lock(&set_mu_);
   absl::StatusOr<bool> now = inspector_->IsMountPoint(path);
   CHECK(now.ok()) << now.status();
   if (mounted && !*now) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "pkg/csimanager/mount_inspector.h"
 #include "pkg/volume/fake_syscalls.h"
 
@@ -32,6 +33,7 @@ class FakeNode {
  private:
   volume::FakeSyscalls sys_;
   std::unique_ptr<MountInspector> inspector_;
+  absl::Mutex set_mu_;  // one SetMounted at a time: check and mount together
 };
 
 }  // namespace lustre_csi::csimanager::fakes

@@ -355,15 +355,28 @@ void StateStore::CommitBatch(const std::vector<PendingWrite*>& batch) {
   // rolled back whole.
   const bool savepoints = batch.size() > 1;
   int applied = 0;
-  for (PendingWrite* write : batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    PendingWrite* write = batch[i];
     if (savepoints) write->result = Exec("SAVEPOINT write;");
     if (write->result.ok()) write->result = write->apply();
     if (write->result.ok() && savepoints) write->result = Exec("RELEASE write;");
     if (write->result.ok()) {
       ++applied;
-    } else if (savepoints) {
-      Exec("ROLLBACK TO write; RELEASE write;").IgnoreError();
+      continue;
     }
+    if (sqlite3_get_autocommit(db_) != 0) {
+      // The database rolled the whole transaction back (SQLITE_FULL, an I/O
+      // error): the writes applied so far are gone, and the rest must not
+      // run outside a transaction.
+      absl::Status gone = absl::Status(
+          write->result.code(),
+          absl::StrCat("the write was rolled back with its group: ", write->result.message()));
+      for (size_t j = 0; j < batch.size(); ++j) {
+        if (j != i) batch[j]->result = gone;
+      }
+      return;
+    }
+    if (savepoints) Exec("ROLLBACK TO write; RELEASE write;").IgnoreError();
   }
   if (applied == 0) {
     Exec("ROLLBACK;").IgnoreError();

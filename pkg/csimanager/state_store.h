@@ -53,8 +53,9 @@ struct StateStoreOptions {
   // How long Open() waits for another process's lock before giving up.
   absl::Duration lock_timeout = absl::Seconds(1);
   // Called with the number of mutations a transaction carries just before it
-  // commits, on the committing thread (tests and statistics). It may call
-  // waiting_writes(); it must not write to the store.
+  // commits, on the committing thread, with the database lock held (tests
+  // and statistics). It may call waiting_writes(); it must not use the store
+  // otherwise.
   std::function<void(int mutations)> before_commit;
 };
 

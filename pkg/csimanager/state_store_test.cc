@@ -227,6 +227,39 @@ TEST(StateStoreTest, FailedWriteInAGroupIsUndoneAlone) {
   EXPECT_EQ(claims[1].alloc_id, "alloc-2");
 }
 
+// A write that makes the database roll the whole transaction back takes its
+// group with it: none of them may be reported OK, and none may land.
+TEST(StateStoreTest, WriteThatRollsBackTheTransactionFailsItsWholeGroup) {
+  TempDir dir;
+  std::string path = dir.Sub("state.db");
+  ASSERT_NE(MustOpen(path), nullptr);
+  RawSql(path,
+         "CREATE TRIGGER refuse BEFORE INSERT ON claims WHEN NEW.alloc_id = 'bad' "
+         "BEGIN SELECT RAISE(ROLLBACK, 'rolled back by trigger'); END;");
+  {
+    CommitLog log(/*hold_for=*/3);
+    auto opened = StateStore::Open(path, log.Options());
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    std::unique_ptr<StateStore> store = *std::move(opened);
+    log.set_store(store.get());
+    std::thread first([&] { EXPECT_TRUE(store->PutClaim(SampleClaim("alloc-0")).ok()); });
+    log.AwaitFirst();
+    absl::Status results[3];
+    const char* allocs[3] = {"alloc-1", "bad", "alloc-3"};
+    std::vector<std::thread> group;
+    for (int i = 0; i < 3; ++i) {
+      group.emplace_back([&, i] { results[i] = store->PutClaim(SampleClaim(allocs[i])); });
+    }
+    first.join();
+    for (std::thread& t : group) t.join();
+    for (int i = 0; i < 3; ++i) EXPECT_FALSE(results[i].ok()) << allocs[i];
+    EXPECT_THAT(results[1].message(), HasSubstr("rolled back by trigger"));
+  }
+  std::vector<Claim> claims = *MustOpen(path)->ListClaims();
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].alloc_id, "alloc-0");
+}
+
 TEST(StateStoreTest, StagingsRoundTripAndGoWithTheirClaims) {
   TempDir dir;
   std::string path = dir.Sub("state.db");

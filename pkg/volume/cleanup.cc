@@ -178,6 +178,7 @@ struct QuickPass {
   enum Stage { kStat, kUnmount, kRemove, kDone };
   absl::Mutex mu;
   Stage stage ABSL_GUARDED_BY(mu) = kStat;
+  uint64_t steps ABSL_GUARDED_BY(mu) = 0;  // stages entered: each gets its own timeout
   bool abandoned ABSL_GUARDED_BY(mu) = false;
   std::optional<FileInfo> mounted ABSL_GUARDED_BY(mu);  // the layer being unmounted
   QuickOutcome outcome ABSL_GUARDED_BY(mu);
@@ -187,8 +188,14 @@ struct QuickPass {
     absl::MutexLock lock(&mu);
     if (abandoned) return false;
     stage = next;
+    ++steps;
     if (info != nullptr) mounted = *info;
     return true;
+  }
+  // False once the caller stopped waiting: the pass must do nothing more.
+  bool Alive() {
+    absl::MutexLock lock(&mu);
+    return !abandoned;
   }
   void Finish(QuickOutcome out) {
     absl::MutexLock lock(&mu);
@@ -206,10 +213,11 @@ void RunQuickPass(Syscalls& sys, const std::string& path, QuickPass& pass) {
   for (int layer = 0; layer <= kMaxLayers; ++layer) {
     if (!pass.Enter(QuickPass::kStat)) return;
     absl::StatusOr<FileInfo> info = sys.Stat(path);
+    if (!pass.Alive()) return;
     if (absl::IsNotFound(info.status())) return pass.Finish({true, absl::OkStatus()});
     if (!info.ok()) return pass.Finish({false, {}, info, std::nullopt});
     absl::StatusOr<bool> is_mount = checker.IsMountPoint(path, *info);
-    if (!is_mount.ok()) return pass.Finish({false, {}, info, std::nullopt});
+    if (!is_mount.ok()) return pass.Finish({true, is_mount.status()});
     if (!*is_mount) {
       if (!pass.Enter(QuickPass::kRemove)) return;
       return pass.Finish({true, RemoveTarget(sys, path, *info)});
@@ -259,7 +267,8 @@ absl::Status CarefulCleanup(Syscalls& sys, const std::string& path, const Unmoun
     }
 
     if (mounted) {
-      const bool resumed = plain_result.has_value();
+      // Resumed after a plain umount that hung: it may have finished since.
+      const bool resumed = plain_result.has_value() && absl::IsDeadlineExceeded(*plain_result);
       absl::StatusOr<UnmountOutcome> outcome = Escalate(sys, path, opts, std::move(plain_result));
       if (!outcome.ok()) return outcome.status();
       // After a plain umount that hung, "not mounted" may just mean it
@@ -295,10 +304,21 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   QuickOutcome first;
   {
     absl::MutexLock lock(&pass->mu);
-    auto done = [&pass]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass->mu) {
-      return pass->stage == QuickPass::kDone;
-    };
-    if (pass->mu.AwaitWithTimeout(absl::Condition(&done), opts.plain_timeout)) {
+    // Each stage (a stat, a plain umount, the rmdir) has plain_timeout of
+    // its own, as when each ran on a worker of its own.
+    bool finished = false;
+    while (true) {
+      const uint64_t seen = pass->steps;
+      auto moved = [&pass, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass->mu) {
+        return pass->stage == QuickPass::kDone || pass->steps != seen;
+      };
+      if (!pass->mu.AwaitWithTimeout(absl::Condition(&moved), opts.plain_timeout)) break;
+      if (pass->stage == QuickPass::kDone) {
+        finished = true;
+        break;
+      }
+    }
+    if (finished) {
       first = std::move(pass->outcome);
     } else {
       // Hung: the pass may not go on; the careful pass resumes where it hangs.

@@ -15,9 +15,10 @@
 // stat of the target is bounded by plain_timeout too; a stat that hangs is
 // treated like a corrupted mount (the mount table decides). The common case
 // (stat, plain umount of each layer, rmdir) runs as one task on one worker,
-// waited for at most plain_timeout; whatever it cannot finish (a failed or
-// hung stat or umount) is taken over step by step from where it stopped,
-// without repeating a call, so the timeouts and escalation are as above.
+// each of its steps waited for at most plain_timeout; whatever it cannot
+// finish (a failed or hung stat or umount) is taken over step by step from
+// where it stopped, without repeating a call, so the timeouts and escalation
+// are as above. An rmdir that hangs is DEADLINE_EXCEEDED.
 //
 // All functions are stateless and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_

@@ -382,6 +382,17 @@ TEST(CleanupMountPointTest, HungPlainUnmountGoesOnToForceNotAgainToPlain) {
   sys.Release(Op::kUnmount);
 }
 
+TEST(CleanupMountPointTest, PlainUmountSayingNotMountedIsAnErrorNotARetry) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/t").ok());
+  ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
+  sys.FailNext(Op::kUnmount, EINVAL);
+  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("umount says it is not"), absl::string_view::npos) << s;
+  EXPECT_EQ(Flags(sys), (std::vector<int>{0}));  // asked once
+}
+
 TEST(CleanupMountPointTest, EveryFailureIsSeenOnceNotRetriedAway) {
   // A stat error seen by the first pass is the answer; it is not asked again.
   FakeSyscalls sys;
