@@ -177,8 +177,12 @@ struct QuickOutcome {
 struct QuickPass {
   enum Stage { kStat, kUnmount, kRemove, kDone };
   absl::Mutex mu;
+  explicit QuickPass(absl::Duration step_timeout)
+      : step_timeout(step_timeout), step_deadline(absl::Now() + step_timeout) {}
+
+  const absl::Duration step_timeout;  // each stage's own (plain_timeout)
   Stage stage ABSL_GUARDED_BY(mu) = kStat;
-  uint64_t steps ABSL_GUARDED_BY(mu) = 0;  // stages entered: each gets its own timeout
+  absl::Time step_deadline ABSL_GUARDED_BY(mu);  // when the current stage times out
   bool abandoned ABSL_GUARDED_BY(mu) = false;
   std::optional<FileInfo> mounted ABSL_GUARDED_BY(mu);  // the layer being unmounted
   QuickOutcome outcome ABSL_GUARDED_BY(mu);
@@ -188,7 +192,7 @@ struct QuickPass {
     absl::MutexLock lock(&mu);
     if (abandoned) return false;
     stage = next;
-    ++steps;
+    step_deadline = absl::Now() + step_timeout;
     if (info != nullptr) mounted = *info;
     return true;
   }
@@ -292,7 +296,7 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   std::string path = CleanPath(target);
   // The quick pass runs on one worker, waited for at most plain_timeout: one
   // hand-over per cleanup in the common case instead of one per step.
-  auto pass = std::make_shared<QuickPass>();
+  auto pass = std::make_shared<QuickPass>(opts.plain_timeout);
   if (opts.plain_timeout == absl::InfiniteDuration()) {
     RunQuickPass(sys, path, *pass);
   } else {
@@ -305,18 +309,19 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   {
     absl::MutexLock lock(&pass->mu);
     // Each stage (a stat, a plain umount, the rmdir) has plain_timeout of
-    // its own, as when each ran on a worker of its own.
+    // its own, as when each ran on a worker of its own. The caller wakes at
+    // a deadline or at the end, not at every stage.
+    auto done = [&pass]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass->mu) {
+      return pass->stage == QuickPass::kDone;
+    };
     bool finished = false;
     while (true) {
-      const uint64_t seen = pass->steps;
-      auto moved = [&pass, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass->mu) {
-        return pass->stage == QuickPass::kDone || pass->steps != seen;
-      };
-      if (!pass->mu.AwaitWithTimeout(absl::Condition(&moved), opts.plain_timeout)) break;
-      if (pass->stage == QuickPass::kDone) {
+      const absl::Time deadline = pass->step_deadline;
+      if (pass->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
         finished = true;
         break;
       }
+      if (pass->step_deadline == deadline) break;  // this stage hung past its deadline
     }
     if (finished) {
       first = std::move(pass->outcome);
