@@ -102,6 +102,19 @@ absl::StatusOr<std::string> VolumeManager::TargetPath(const std::string& alloc_i
   return absl::StrCat(options_.root, "/per-alloc/", *alloc, "/", volume, "/", use);
 }
 
+absl::StatusOr<VolumeManager::Layout> VolumeManager::LayoutOf(const std::string& namespace_,
+                                                              const std::string& volume_id,
+                                                              const std::string& alloc_id,
+                                                              const VolumeUsage& usage) const {
+  Layout at;
+  ASSIGN_OR_RETURN(at.usage, UsageName(usage));
+  ASSIGN_OR_RETURN(at.staging, StagingPath(namespace_, volume_id, at.usage));
+  ASSIGN_OR_RETURN(at.target, TargetPath(alloc_id, volume_id, at.usage));
+  ASSIGN_OR_RETURN(at.volume_key, VolumeKey(namespace_, volume_id));
+  at.key = ClaimKey{plugin_, namespace_, volume_id, alloc_id, at.usage};
+  return at;
+}
+
 absl::StatusOr<RestoreReport> VolumeManager::Restore() {
   ASSIGN_OR_RETURN(std::vector<Claim> stored, store_->ListClaims());
   RestoreReport report;
@@ -338,22 +351,15 @@ absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKe
 
 absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request) {
   if (request.remote_id.empty()) return absl::InvalidArgumentError("remote volume id is empty");
-  absl::StatusOr<std::string> usage = UsageName(request.usage);
-  if (!usage.ok()) return usage.status();
-  absl::StatusOr<std::string> staging = StagingPath(request.namespace_, request.volume_id, *usage);
-  if (!staging.ok()) return staging.status();
-  absl::StatusOr<std::string> target = TargetPath(request.alloc_id, request.volume_id, *usage);
-  if (!target.ok()) return target.status();
-  ClaimKey key{plugin_, request.namespace_, request.volume_id, request.alloc_id, *usage};
-  std::string what = Describe(key);
-
-  ASSIGN_OR_RETURN(std::string volume_key, VolumeKey(request.namespace_, request.volume_id));
-  KeyedQueue::Turn turn = queue_.Enter(volume_key);
+  ASSIGN_OR_RETURN(const Layout at, LayoutOf(request.namespace_, request.volume_id,
+                                             request.alloc_id, request.usage));
+  std::string what = Describe(at.key);
+  KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
 
   std::optional<Claim> existing;
   {
     absl::MutexLock lock(&mu_);
-    auto it = claims_.find(key);
+    auto it = claims_.find(at.key);
     if (it != claims_.end()) existing = it->second;
   }
   if (existing.has_value()) {
@@ -382,8 +388,8 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
   claim.alloc_id = request.alloc_id;
   claim.usage = request.usage;
   claim.mount.staged = staged;
-  claim.mount.source = staged ? *staging : "";
-  claim.mount.target = *target;
+  claim.mount.source = staged ? at.staging : "";
+  claim.mount.target = at.target;
   claim.state = ClaimState::kMounting;
   if (!existing.has_value()) claim.created_at = clock_->Now();
   absl::Status saved = SaveClaim(claim);
@@ -395,24 +401,24 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
   // staging path: stage unless a finished stage is recorded.
   StageOutcome stage_outcome = StageOutcome::kNotCalled;
   if (staged) {
-    result = mounts_->MkdirAll(*staging, options_.dir_mode);
-    std::optional<StagingRecord> record = FindStaging(*staging);
+    result = mounts_->MkdirAll(at.staging, options_.dir_mode);
+    std::optional<StagingRecord> record = FindStaging(at.staging);
     if (result.ok() && (!record.has_value() || record->state != StagingState::kStaged)) {
       bool new_record = !record.has_value();
       StagingRecord staging_record = record.value_or(StagingRecord());
       staging_record.plugin = plugin_;
-      staging_record.path = *staging;
+      staging_record.path = at.staging;
       staging_record.namespace_ = request.namespace_;
       staging_record.volume_id = request.volume_id;
       staging_record.remote_id = request.remote_id;
-      staging_record.usage = *usage;
+      staging_record.usage = at.usage;
       staging_record.state = StagingState::kStaging;
       result = SaveStaging(staging_record);
       if (result.ok()) {
         csi::v1::NodeStageVolumeRequest stage;
         stage.set_volume_id(request.remote_id);
         *stage.mutable_publish_context() = ToProtoMap(request.publish_context);
-        stage.set_staging_target_path(*staging);
+        stage.set_staging_target_path(at.staging);
         *stage.mutable_volume_capability() = capability;
         *stage.mutable_secrets() = ToProtoMap(request.secrets);
         *stage.mutable_volume_context() = ToProtoMap(request.volume_context);
@@ -434,16 +440,16 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
       }
     }
   }
-  if (result.ok()) result = mounts_->MkdirAll(Dirname(*target), options_.dir_mode);
+  if (result.ok()) result = mounts_->MkdirAll(Dirname(at.target), options_.dir_mode);
   if (result.ok()) {
-    absl::StatusOr<bool> mounted = mounts_->IsMountPoint(*target);
+    absl::StatusOr<bool> mounted = mounts_->IsMountPoint(at.target);
     result = mounted.status();
     if (result.ok() && !*mounted) {
       csi::v1::NodePublishVolumeRequest publish;
       publish.set_volume_id(request.remote_id);
       *publish.mutable_publish_context() = ToProtoMap(request.publish_context);
-      if (staged) publish.set_staging_target_path(*staging);
-      publish.set_target_path(*target);
+      if (staged) publish.set_staging_target_path(at.staging);
+      publish.set_target_path(at.target);
       *publish.mutable_volume_capability() = capability;
       publish.set_readonly(request.usage.read_only);
       *publish.mutable_secrets() = ToProtoMap(request.secrets);
@@ -454,7 +460,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
     }
   }
   if (!result.ok()) {
-    absl::Status cleanup = CleanUpFailedMount(claim, key, stage_outcome);
+    absl::Status cleanup = CleanUpFailedMount(claim, at.key, stage_outcome);
     std::string message = absl::StrCat("mounting ", what, ": ", result.message());
     if (!cleanup.ok()) absl::StrAppend(&message, "; ", cleanup.message());
     LOG(WARNING) << message;
@@ -469,26 +475,20 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
 }
 
 absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest& request) {
-  ASSIGN_OR_RETURN(std::string usage, UsageName(request.usage));
-  absl::StatusOr<std::string> staging_path =
-      StagingPath(request.namespace_, request.volume_id, usage);
-  if (!staging_path.ok()) return staging_path.status();
-  ASSIGN_OR_RETURN(std::string target_path, TargetPath(request.alloc_id, request.volume_id, usage));
-  ClaimKey key{plugin_, request.namespace_, request.volume_id, request.alloc_id, usage};
-  std::string what = Describe(key);
-
-  ASSIGN_OR_RETURN(std::string volume_key, VolumeKey(request.namespace_, request.volume_id));
-  KeyedQueue::Turn turn = queue_.Enter(volume_key);
+  ASSIGN_OR_RETURN(const Layout at, LayoutOf(request.namespace_, request.volume_id,
+                                             request.alloc_id, request.usage));
+  std::string what = Describe(at.key);
+  KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
 
   std::optional<Claim> existing;
   {
     absl::MutexLock lock(&mu_);
-    auto it = claims_.find(key);
+    auto it = claims_.find(at.key);
     if (it != claims_.end()) existing = it->second;
   }
-  const std::string target = existing ? existing->mount.target : target_path;
+  const std::string target = existing ? existing->mount.target : at.target;
   const std::string staging =
-      existing ? existing->mount.source : *staging_path;  // empty when not staged
+      existing ? existing->mount.source : at.staging;  // empty when not staged
   const std::string remote_id = existing ? existing->remote_id : request.remote_id;
 
   auto client = [&]() -> absl::StatusOr<CsiClient*> {
@@ -530,7 +530,7 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
     RemoveDirs(target, options_.root + "/per-alloc");
     if (existing) {
       if (!existing->mount.staged) {
-        absl::Status dropped = DropClaims({key});
+        absl::Status dropped = DropClaims({at.key});
         if (!dropped.ok()) return dropped;
         LOG(INFO) << "unmounted " << what;
         return UnmountResult{};
@@ -542,9 +542,9 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
 
   // Unstage when this was the last user of a stage the book records (or of
   // a stray mount at the staging path that no claim explains).
-  if (OtherUsers(staging, key) > 0) {
+  if (OtherUsers(staging, at.key) > 0) {
     if (!existing) return UnmountResult{};
-    absl::Status dropped = DropClaims({key});
+    absl::Status dropped = DropClaims({at.key});
     if (!dropped.ok()) return dropped;
     LOG(INFO) << "unmounted " << what << "; " << staging << " stays staged for other users";
     return UnmountResult{};
@@ -555,15 +555,15 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
     if (!stray || remote_id.empty()) {
       // Nothing staged: the claim (if any) goes.
       if (existing) {
-        absl::Status dropped = DropClaims({key});
+        absl::Status dropped = DropClaims({at.key});
         if (!dropped.ok()) return dropped;
         RemoveDirs(staging, options_.root + "/staging");
         LOG(INFO) << "unmounted " << what << " (no stage was recorded)";
       }
       return UnmountResult{};
     }
-    record = StagingRecord{plugin_,   staging, request.namespace_,   request.volume_id,
-                           remote_id, usage,   StagingState::kStaged};
+    record = StagingRecord{plugin_,   staging,  request.namespace_,   request.volume_id,
+                           remote_id, at.usage, StagingState::kStaged};
   }
   absl::Status result = Unstage(*record);
   if (!result.ok()) return Annotate(result, absl::StrCat("unstaging ", what));
@@ -579,7 +579,8 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [k, claim] : claims_) {
-      if (k == key || (claim.state == ClaimState::kUnpublished && claim.mount.source == staging)) {
+      if (k == at.key ||
+          (claim.state == ClaimState::kUnpublished && claim.mount.source == staging)) {
         done.push_back(k);
       }
     }

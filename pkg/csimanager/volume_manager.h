@@ -174,6 +174,16 @@ class VolumeManager {
   // The queue key of a volume: its escaped namespace and id.
   absl::StatusOr<std::string> VolumeKey(const std::string& namespace_,
                                         const std::string& volume_id) const;
+  // Where a request's volume lives, computed once per request.
+  struct Layout {
+    std::string usage;       // UsageName of the request's usage
+    std::string staging;     // its staging path (used when the plugin stages)
+    std::string target;      // the allocation's target path
+    std::string volume_key;  // the queue key
+    ClaimKey key;            // the claim's key
+  };
+  absl::StatusOr<Layout> LayoutOf(const std::string& namespace_, const std::string& volume_id,
+                                  const std::string& alloc_id, const VolumeUsage& usage) const;
   // Runs `call` with the retry policy.
   absl::Status WithRetries(absl::string_view what,
                            const std::function<absl::Status(const CallOptions&)>& call);
