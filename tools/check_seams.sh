@@ -14,6 +14,7 @@ seam=(
   pkg/volume/linux_mount_namespace.cc
   pkg/volume/mount_namespace_main.cc
   pkg/volume/process.cc
+  pkg/volume/openat2.cc
 )
 # Test helpers and fakes (flag constants, temporary directories).
 test_helpers=(

@@ -1,9 +1,7 @@
 #include "pkg/volume/owned_dir.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/openat2.h"
 #include "pkg/volume/remove_tree.h"
 #include "pkg/volume/safe_path.h"
 
@@ -22,11 +21,7 @@ namespace {
 constexpr size_t kMaxMarker = 4096;
 
 int OpenBeneath(int dir_fd, const std::string& relative, uint64_t flags, uint64_t mode = 0) {
-  open_how how = {};
-  how.flags = flags;
-  how.mode = mode;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS;
-  return static_cast<int>(syscall(SYS_openat2, dir_fd, relative.c_str(), &how, sizeof(how)));
+  return OpenAt2(dir_fd, relative.c_str(), flags, mode, kResolveStrictlyBeneath);
 }
 
 absl::Status CheckRelative(const std::string& root, const std::string& relative) {

@@ -2,9 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,16 +11,14 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/openat2.h"
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::volume {
 namespace {
 
 int OpenBeneath(int root_fd, const std::string& relative, uint64_t flags) {
-  open_how how = {};
-  how.flags = flags;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS;
-  return static_cast<int>(syscall(SYS_openat2, root_fd, relative.c_str(), &how, sizeof(how)));
+  return OpenAt2(root_fd, relative.c_str(), flags, 0, kResolveStrictlyBeneath);
 }
 
 absl::StatusOr<uint64_t> MountId(int dir_fd, const char* name, bool* mount_root, bool* is_dir) {

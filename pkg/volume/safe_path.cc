@@ -1,8 +1,6 @@
 #include "pkg/volume/safe_path.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/openat2.h"
 #include "pkg/volume/sha256.h"
 
 namespace lustre_csi::volume {
@@ -247,14 +246,13 @@ absl::StatusOr<int> OpenBeneathImpl(const std::string& root, absl::string_view r
   absl::Cleanup close_root = [root_fd] { close(root_fd); };
 
   std::string rel = relative.empty() ? std::string(".") : std::string(relative);
-  struct open_how how = {};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
+  const uint64_t resolve =
+      RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
   int fd = -1;
   int err = 0;
   // EAGAIN: a rename or mount raced with the walk; the kernel asks us to retry.
   for (int attempt = 0; attempt < 8; ++attempt) {
-    fd = static_cast<int>(syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof(how)));
+    fd = OpenAt2(root_fd, rel.c_str(), O_PATH | O_CLOEXEC, 0, resolve);
     err = fd < 0 ? errno : 0;
     if (err != EAGAIN) break;
   }
