@@ -105,18 +105,32 @@ record start_to_probe_ms_p50 "$(field start_to_probe_ms_p50 <<<"$line")"
 record start_idle_rss_anon_kb "$(field idle_rss_anon_kb <<<"$line")"
 record binary_bytes "$(stat -c %s "$bin")"
 
+# Starts a plugin manager (its arguments after the name of its pid variable),
+# waits until it serves and its node plugin is healthy.
+start_manager() {  # pid variable, manager args...
+  local var=$1
+  shift
+  "$bin" plugin-manager "$@" 2>>"$w/pm.log" &
+  printf -v "$var" %s $!
+  pids+=($!)
+  local endpoint
+  for a in "$@"; do [[ $a == --endpoint=* ]] && endpoint=${a#--endpoint=}; done
+  wait_socket "${endpoint#unix://}"
+  "$mbench" --endpoint="$endpoint" --mode=healthy --n=1 >/dev/null
+}
+# MountVolume+UnmountVolume pairs at 1 and 16 concurrent allocations.
+manager_pairs() {  # endpoint, pid, suffix of the figure names, pairs at 1, pairs at 16
+  record_load "manager_pair_c1$3" "$("$mbench" --endpoint="$1" --server-pid="$2" --mode=pairs \
+    --n="$4" --volume-context="$ctx")"
+  record_load "manager_pair_c16$3" "$("$mbench" --endpoint="$1" --server-pid="$2" --mode=pairs \
+    --n="$5" --concurrency=16 --volume-context="$ctx")"
+}
+
 echo "== the plugin manager"
 pm_args=(--endpoint="unix://$w/pm.sock" --state-file="$w/state/pm.db" --mount-root="$w/mounts"
   --registration-dir="$w/reg" --fingerprint-period-seconds=30 --node-name=bench)
-"$bin" plugin-manager "${pm_args[@]}" 2>"$w/pm.log" &
-pm_pid=$!
-pids+=($pm_pid)
-wait_socket "$w/pm.sock"
-"$mbench" --endpoint="unix://$w/pm.sock" --mode=healthy --n=1 >/dev/null
-record_load manager_pair_c1 "$("$mbench" --endpoint="unix://$w/pm.sock" --server-pid=$pm_pid \
-  --mode=pairs --n=2000 --volume-context="$ctx")"
-record_load manager_pair_c16 "$("$mbench" --endpoint="unix://$w/pm.sock" --server-pid=$pm_pid \
-  --mode=pairs --n=4000 --concurrency=16 --volume-context="$ctx")"
+start_manager pm_pid "${pm_args[@]}"
+manager_pairs "unix://$w/pm.sock" "$pm_pid" "" 2000 4000
 line=$("$mbench" --endpoint="unix://$w/pm.sock" --mode=fill --n=1000 --volume-context="$ctx" --concurrency=4)
 echo "# manager fill: $line"
 kill -TERM $pm_pid
@@ -128,17 +142,10 @@ record manager_restore_1000_claims_ms "$(field exec_to_claims_listed_ms <<<"$lin
 
 echo "== the plugin manager, its store on the disk"
 mkdir -p "$disk/state"
-"$bin" plugin-manager --endpoint="unix://$w/pmd.sock" --state-file="$disk/state/pm.db" \
+start_manager pmd_pid --endpoint="unix://$w/pmd.sock" --state-file="$disk/state/pm.db" \
   --mount-root="$w/mounts-disk" --registration-dir="$w/reg" --fingerprint-period-seconds=30 \
-  --node-name=bench 2>"$w/pmd.log" &
-pmd_pid=$!
-pids+=($pmd_pid)
-wait_socket "$w/pmd.sock"
-"$mbench" --endpoint="unix://$w/pmd.sock" --mode=healthy --n=1 >/dev/null
-record_load manager_pair_c1_disk "$("$mbench" --endpoint="unix://$w/pmd.sock" \
-  --server-pid=$pmd_pid --mode=pairs --n=1000 --volume-context="$ctx")"
-record_load manager_pair_c16_disk "$("$mbench" --endpoint="unix://$w/pmd.sock" \
-  --server-pid=$pmd_pid --mode=pairs --n=3000 --concurrency=16 --volume-context="$ctx")"
+  --node-name=bench
+manager_pairs "unix://$w/pmd.sock" "$pmd_pid" _disk 1000 3000
 kill -TERM $pmd_pid
 wait $pmd_pid || true
 

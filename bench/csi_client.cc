@@ -19,19 +19,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "bench/load_report.h"
 #include "google/protobuf/text_format.h"
 #include "proto/csi.grpc.pb.h"
@@ -192,28 +189,6 @@ class Client {
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
 };
 
-const char* CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  int i = static_cast<int>(code);
-  return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,8 +214,9 @@ int main(int argc, char** argv) {
     std::string reply;
     grpc::Status s = client.Call(FLAGS_rpc, 0, &reply);
     if (!s.ok()) {
-      std::cerr << FLAGS_rpc << ": " << CodeName(s.error_code()) << ": " << s.error_message()
-                << "\n";
+      std::cerr << FLAGS_rpc << ": "
+                << absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())) << ": "
+                << s.error_message() << "\n";
       return 1;
     }
     std::cout << reply;

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,7 +19,10 @@
 #include "absl/time/time.h"
 
 namespace lustre_csi::bench {
+namespace {
 
+// CPU time (user + system) of a whole process, every thread live or ended,
+// in microseconds; -1 when /proc/<pid>/stat cannot be read.
 double ProcessCpuMicros(int pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -35,6 +39,20 @@ double ProcessCpuMicros(int pid) {
   return (utime + stime) * 1e6 / sysconf(_SC_CLK_TCK);
 }
 
+// Reads the server's CPU time at construction and at Report(); pid 0
+// measures nothing.
+class ServerCpu {
+ public:
+  explicit ServerCpu(int pid);
+  // " server_cpu_us_per_op=X" for `ops` operations, "" when pid is 0;
+  // false when /proc could not be read.
+  bool Report(long long ops, std::string* out) const;
+
+ private:
+  int pid_;
+  double start_;
+};
+
 ServerCpu::ServerCpu(int pid) : pid_(pid), start_(pid > 0 ? ProcessCpuMicros(pid) : 0) {}
 
 bool ServerCpu::Report(long long ops, std::string* out) const {
@@ -46,6 +64,8 @@ bool ServerCpu::Report(long long ops, std::string* out) const {
   return true;
 }
 
+// "p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.." of the latencies
+// (microseconds, any order); sorts them.
 std::string Percentiles(std::vector<double>& latencies_us) {
   std::sort(latencies_us.begin(), latencies_us.end());
   auto at = [&latencies_us](double p) {
@@ -57,6 +77,8 @@ std::string Percentiles(std::vector<double>& latencies_us) {
                          at(0.9), at(0.99), at(0.999),
                          latencies_us.empty() ? 0.0 : latencies_us.back());
 }
+
+}  // namespace
 
 int RunLoad(const std::string& label, int64_t n, int concurrency, int server_pid,
             const std::function<grpc::Status(int thread, int64_t index)>& op) {

@@ -24,12 +24,6 @@ namespace {
 
 namespace pb = ::lustre_csi::manager::v1;
 
-int Fail(cli::Streams streams, const std::string& what, const absl::Status& status) {
-  streams.err << "lustre-csi plugin-manager" << (what.empty() ? "" : " " + what) << ": "
-              << absl::StatusCodeToString(status.code()) << ": " << status.message() << "\n";
-  return cli::kExitFailure;
-}
-
 class Client {
  public:
   Client(const Options& options, std::shared_ptr<grpc::ChannelInterface> channel,
@@ -326,6 +320,12 @@ class Client {
 };
 
 }  // namespace
+
+int Fail(cli::Streams streams, const std::string& what, const absl::Status& status) {
+  streams.err << "lustre-csi plugin-manager" << (what.empty() ? "" : " " + what) << ": "
+              << absl::StatusCodeToString(status.code()) << ": " << status.message() << "\n";
+  return cli::kExitFailure;
+}
 
 std::string VerbHelp() {
   return "  plugins                               plugins with health and capabilities\n"

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "cmd/lustre-csi/cli.h"
 
 namespace lustre_csi::manager_client {
@@ -31,6 +32,10 @@ struct Options {
   std::string mount_flags;      // comma-separated
   std::string staging_path;
 };
+
+// Prints "lustre-csi plugin-manager[ <what>]: CODE: message" to streams.err
+// and returns kExitFailure: how the daemon and the verbs report a failure.
+int Fail(cli::Streams streams, const std::string& what, const absl::Status& status);
 
 // The verbs' names and one-line descriptions, for --help.
 std::string VerbHelp();

@@ -21,14 +21,12 @@
 #include "pkg/csimanager/volume_mount_inspector.h"
 #include "pkg/server/endpoint.h"
 #include "pkg/server/grpc_server.h"
-#include "pkg/server/grpc_status.h"
 #include "pkg/server/http_server.h"
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux_syscalls.h"
 #include "pkg/volume/safe_path.h"
-#include "proto/manager.grpc.pb.h"
 
 DECLARE_string(endpoint);
 DECLARE_string(metrics_address);
@@ -70,18 +68,13 @@ DEFINE_string(staging_path, "", "has-mount: the staging path of a staged mount")
 namespace lustre_csi {
 namespace {
 
-namespace pb = ::lustre_csi::manager::v1;
 using csimanager::Manager;
 
 constexpr char kDefaultEndpoint[] = "unix:///run/lustre-csi/plugin-manager.sock";
 
 std::string Endpoint() { return FLAGS_endpoint.empty() ? kDefaultEndpoint : FLAGS_endpoint; }
 
-int Fail(cli::Streams streams, const std::string& what, const absl::Status& status) {
-  streams.err << "lustre-csi plugin-manager" << (what.empty() ? "" : " " + what) << ": "
-              << absl::StatusCodeToString(status.code()) << ": " << status.message() << "\n";
-  return cli::kExitFailure;
-}
+using manager_client::Fail;
 
 // ------------------------------------------------------------------ daemon
 
@@ -201,8 +194,6 @@ int RunDaemon(cli::Streams streams) {
   LOG(INFO) << "plugin manager stopped";
   return cli::kExitOk;
 }
-
-// -------------------------------------------------------------------- CLI
 
 // -------------------------------------------------------------------- CLI
 

@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "pkg/csimanager/path_segment.h"
 #include "pkg/server/endpoint.h"
 #include "pkg/server/grpc_status.h"
 

@@ -24,9 +24,7 @@ void FakeNode::SetMounted(const std::string& path, bool mounted) {
 }
 
 std::set<std::string> FakeNode::mounts() {
-  absl::StatusOr<std::string> text = sys_.ReadMountInfo();
-  CHECK(text.ok()) << text.status();
-  absl::StatusOr<std::vector<volume::MountEntry>> entries = volume::ParseMountInfo(*text);
+  absl::StatusOr<std::vector<volume::MountEntry>> entries = volume::MountChecker(&sys_).List();
   CHECK(entries.ok()) << entries.status();
   std::set<std::string> out;
   for (const volume::MountEntry& entry : *entries) {

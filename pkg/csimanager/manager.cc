@@ -160,7 +160,7 @@ absl::StatusOr<VolumeManager*> Manager::Volumes(const std::string& plugin, bool 
   auto volumes = std::make_unique<VolumeManager>(
       plugin, options, [this, plugin] { return ActiveInstance(plugin, PluginType::kNode); },
       deps_.store, deps_.mounts, deps_.clock, &cancel_);
-  ASSIGN_OR_RETURN(RestoreReport report, volumes->Restore());
+  RETURN_IF_ERROR(volumes->Restore().status());
   VolumeManager* raw = volumes.get();
   volumes_[plugin] = std::move(volumes);
   return raw;

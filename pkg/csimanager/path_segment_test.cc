@@ -77,7 +77,3 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace lustre_csi::csimanager
-
-namespace lustre_csi::csimanager {
-namespace {}  // namespace
-}  // namespace lustre_csi::csimanager

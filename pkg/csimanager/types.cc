@@ -122,10 +122,8 @@ std::string AccessModeSpecName(AccessMode mode) {
 }
 
 absl::StatusOr<AccessMode> ParseAccessModeSpecName(absl::string_view name) {
-  std::string ours = absl::AsciiStrToLower(name);
-  std::replace(ours.begin(), ours.end(), '_', '-');
   for (const AccessModeRow& row : kAccessModes) {
-    if (ours == row.name && name == AccessModeSpecName(row.mode)) return row.mode;
+    if (name == AccessModeSpecName(row.mode)) return row.mode;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown access mode \"", name, "\""));
 }

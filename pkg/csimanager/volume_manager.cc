@@ -107,11 +107,11 @@ absl::StatusOr<VolumeManager::Layout> VolumeManager::LayoutOf(const std::string&
                                                               const std::string& alloc_id,
                                                               const VolumeUsage& usage) const {
   Layout at;
-  ASSIGN_OR_RETURN(at.usage, UsageName(usage));
-  ASSIGN_OR_RETURN(at.staging, StagingPath(namespace_, volume_id, at.usage));
-  ASSIGN_OR_RETURN(at.target, TargetPath(alloc_id, volume_id, at.usage));
+  ASSIGN_OR_RETURN(std::string name, UsageName(usage));
+  ASSIGN_OR_RETURN(at.staging, StagingPath(namespace_, volume_id, name));
+  ASSIGN_OR_RETURN(at.target, TargetPath(alloc_id, volume_id, name));
   ASSIGN_OR_RETURN(at.volume_key, VolumeKey(namespace_, volume_id));
-  at.key = ClaimKey{plugin_, namespace_, volume_id, alloc_id, at.usage};
+  at.key = ClaimKey{plugin_, namespace_, volume_id, alloc_id, std::move(name)};
   return at;
 }
 
@@ -411,7 +411,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
       staging_record.namespace_ = request.namespace_;
       staging_record.volume_id = request.volume_id;
       staging_record.remote_id = request.remote_id;
-      staging_record.usage = at.usage;
+      staging_record.usage = at.key.usage;
       staging_record.state = StagingState::kStaging;
       result = SaveStaging(staging_record);
       if (result.ok()) {
@@ -562,8 +562,8 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
       }
       return UnmountResult{};
     }
-    record = StagingRecord{plugin_,   staging,  request.namespace_,   request.volume_id,
-                           remote_id, at.usage, StagingState::kStaged};
+    record = StagingRecord{plugin_,   staging,      request.namespace_,   request.volume_id,
+                           remote_id, at.key.usage, StagingState::kStaged};
   }
   absl::Status result = Unstage(*record);
   if (!result.ok()) return Annotate(result, absl::StrCat("unstaging ", what));

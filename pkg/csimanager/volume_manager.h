@@ -176,11 +176,10 @@ class VolumeManager {
                                         const std::string& volume_id) const;
   // Where a request's volume lives, computed once per request.
   struct Layout {
-    std::string usage;       // UsageName of the request's usage
     std::string staging;     // its staging path (used when the plugin stages)
     std::string target;      // the allocation's target path
     std::string volume_key;  // the queue key
-    ClaimKey key;            // the claim's key
+    ClaimKey key;            // the claim's key; key.usage is the usage's name
   };
   absl::StatusOr<Layout> LayoutOf(const std::string& namespace_, const std::string& volume_id,
                                   const std::string& alloc_id, const VolumeUsage& usage) const;

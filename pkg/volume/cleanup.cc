@@ -39,6 +39,11 @@ bool IsCorruptedErrno(int err) {
   }
 }
 
+absl::Status DidNotReturn(absl::string_view what, absl::Duration timeout) {
+  return absl::DeadlineExceededError(
+      absl::StrCat(what, " did not return within ", absl::FormatDuration(timeout)));
+}
+
 template <typename R>
 struct BoundedCall {
   std::function<R()> fn;
@@ -64,8 +69,7 @@ R RunBounded(std::function<R()> fn, absl::Duration timeout, absl::string_view wh
   if (!started.ok()) return Annotate(started, what);
   absl::MutexLock lock(&call->mu);
   if (!call->mu.AwaitWithTimeout(absl::Condition(&call->done), timeout)) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(what, " did not return within ", absl::FormatDuration(timeout)));
+    return DidNotReturn(what, timeout);
   }
   return call->result;
 }
@@ -139,11 +143,6 @@ absl::Status UnmountWithEscalation(Syscalls& sys, const std::string& target,
 }
 
 namespace {
-
-absl::Status DidNotReturn(absl::string_view what, const std::string& path, absl::Duration timeout) {
-  return absl::DeadlineExceededError(
-      absl::StrCat(what, " ", path, " did not return within ", absl::FormatDuration(timeout)));
-}
 
 // Removes the target once nothing is mounted there: rmdir only.
 absl::Status RemoveTarget(Syscalls& sys, const std::string& path, const FileInfo& info) {
@@ -330,14 +329,14 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
       pass->abandoned = true;
       switch (pass->stage) {
         case QuickPass::kStat:
-          first.stat = DidNotReturn("statx", path, opts.plain_timeout);
+          first.stat = DidNotReturn(absl::StrCat("statx ", path), opts.plain_timeout);
           break;
         case QuickPass::kUnmount:
           first.stat = *pass->mounted;
-          first.unmount = DidNotReturn("umount", path, opts.plain_timeout);
+          first.unmount = DidNotReturn(absl::StrCat("umount ", path), opts.plain_timeout);
           break;
         case QuickPass::kRemove:
-          return DidNotReturn("rmdir", path, opts.plain_timeout);
+          return DidNotReturn(absl::StrCat("rmdir ", path), opts.plain_timeout);
         case QuickPass::kDone:
           break;  // not reached: the condition held
       }

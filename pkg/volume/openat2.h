@@ -19,6 +19,11 @@ inline constexpr uint64_t kResolveStrictlyBeneath =
 // with errno set (ENOSYS before Linux 5.6).
 int OpenAt2(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve);
 
+// OpenAt2 with kResolveStrictlyBeneath.
+inline int OpenStrictlyBeneath(int dir_fd, const char* path, uint64_t flags, uint64_t mode = 0) {
+  return OpenAt2(dir_fd, path, flags, mode, kResolveStrictlyBeneath);
+}
+
 }  // namespace lustre_csi::volume
 
 #endif  // LUSTRE_CSI_PKG_VOLUME_OPENAT2_H_

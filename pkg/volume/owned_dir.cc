@@ -20,10 +20,6 @@ namespace {
 
 constexpr size_t kMaxMarker = 4096;
 
-int OpenBeneath(int dir_fd, const std::string& relative, uint64_t flags, uint64_t mode = 0) {
-  return OpenAt2(dir_fd, relative.c_str(), flags, mode, kResolveStrictlyBeneath);
-}
-
 absl::Status CheckRelative(const std::string& root, const std::string& relative) {
   std::string clean = CleanPath(relative);
   if (clean.empty() || clean == "." || clean[0] == '/' || clean == ".." ||
@@ -60,7 +56,8 @@ absl::StatusOr<DirOwner> ParseMarker(const std::string& text) {
 
 // Opens `relative` beneath the open `root_fd` as a directory.
 absl::StatusOr<int> OpenDir(int root_fd, const std::string& root, const std::string& relative) {
-  int fd = OpenBeneath(root_fd, CleanPath(relative), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd =
+      OpenStrictlyBeneath(root_fd, CleanPath(relative).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     if (err == EXDEV || err == ELOOP) {
@@ -111,7 +108,7 @@ absl::Status CreateOwnedDir(const std::string& root, const std::string& relative
       close(dir_fd);
       return ErrnoError(err, absl::StrCat("create ", root, "/", relative));
     }
-    int next = OpenBeneath(dir_fd, parts[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int next = OpenStrictlyBeneath(dir_fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int err = errno;
     close(dir_fd);
     if (next < 0) {

@@ -17,10 +17,6 @@
 namespace lustre_csi::volume {
 namespace {
 
-int OpenBeneath(int root_fd, const std::string& relative, uint64_t flags) {
-  return OpenAt2(root_fd, relative.c_str(), flags, 0, kResolveStrictlyBeneath);
-}
-
 absl::StatusOr<uint64_t> MountId(int dir_fd, const char* name, bool* mount_root, bool* is_dir) {
   struct statx stx = {};
   if (statx(dir_fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (*name ? 0 : AT_EMPTY_PATH),
@@ -106,7 +102,7 @@ absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relat
   size_t slash = clean.rfind('/');
   std::string parent_rel = slash == std::string::npos ? "." : clean.substr(0, slash);
   std::string name = slash == std::string::npos ? clean : clean.substr(slash + 1);
-  int parent = OpenBeneath(root_fd, parent_rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int parent = OpenStrictlyBeneath(root_fd, parent_rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent < 0) {
     int err = errno;
     if (err == EXDEV || err == ELOOP) {
@@ -116,7 +112,8 @@ absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relat
     return ErrnoError(err, absl::StrCat("open ", root, "/", parent_rel));
   }
   absl::Cleanup close_parent = [parent] { close(parent); };
-  int dir = OpenBeneath(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dir =
+      OpenStrictlyBeneath(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0) {
     int err = errno;
     if (err == EXDEV || err == ELOOP) {
