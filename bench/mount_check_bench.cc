@@ -21,41 +21,24 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "pkg/volume/linux_syscalls.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
+#include "pkg/volume/syscalls_wrapper.h"
 
 namespace lustre_csi::volume {
 namespace {
 
 // The real system calls, with STATX_ATTR_MOUNT_ROOT hidden, as an older
 // kernel would report them.
-class NoMountRoot : public Syscalls {
+class NoMountRoot : public SyscallsWrapper {
  public:
-  explicit NoMountRoot(Syscalls* real) : real_(real) {}
-  absl::Status Mount(const std::string& s, const std::string& t, const std::string& f,
-                     unsigned long flags, const std::string& d) override {
-    return real_->Mount(s, t, f, flags, d);
-  }
-  absl::Status Unmount(const std::string& t, int flags) override {
-    return real_->Unmount(t, flags);
-  }
-  absl::StatusOr<FsStats> Statfs(const std::string& p) override { return real_->Statfs(p); }
+  explicit NoMountRoot(Syscalls* real) : SyscallsWrapper(real) {}
   absl::StatusOr<FileInfo> Stat(const std::string& p) override {
-    absl::StatusOr<FileInfo> info = real_->Stat(p);
+    absl::StatusOr<FileInfo> info = SyscallsWrapper::Stat(p);
     if (info.ok()) info->has_mount_root = info->mount_root = false;
     return info;
   }
-  absl::Status Mkdir(const std::string& p, uint32_t mode) override { return real_->Mkdir(p, mode); }
-  absl::Status Rmdir(const std::string& p) override { return real_->Rmdir(p); }
-  absl::StatusOr<std::string> ReadMountInfo() override { return real_->ReadMountInfo(); }
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& r,
-                                             const std::string& rel) override {
-    return real_->ResolveBeneath(r, rel);
-  }
-
- private:
-  Syscalls* real_;
 };
 
 // Nanoseconds per call of `fn`, run for about `budget` (at least 5 calls).

@@ -23,8 +23,8 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/version/version.h"
-#include "pkg/volume/linux_mount_namespace.h"
-#include "pkg/volume/linux_syscalls.h"
+#include "pkg/volume/linux/linux_mount_namespace.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 
 DEFINE_string(endpoint, "",
               "unix socket to serve on: unix:///abs/path.sock or unix://relative.sock. node and "

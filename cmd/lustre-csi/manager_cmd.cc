@@ -25,7 +25,7 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/linux_syscalls.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/safe_path.h"
 
 DECLARE_string(endpoint);
@@ -151,6 +151,7 @@ int RunDaemon(cli::Streams streams) {
   csimanager::ManagerDeps deps;
   deps.store = store->get();
   deps.mounts = inspector.get();
+  deps.sys = sys.get();
   deps.metrics = &metrics;
   Manager manager(options, deps);
 

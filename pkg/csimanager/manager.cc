@@ -81,7 +81,10 @@ absl::StatusOr<StartReport> Manager::Start() {
   if (!options_.registration_dir.empty()) {
     RegistrationWatcherOptions watch = options_.registration;
     watch.directory = options_.registration_dir;
-    watcher_ = std::make_unique<RegistrationWatcher>(&registry_, watch);
+    if (deps_.sys == nullptr) {
+      return absl::InvalidArgumentError("a registration directory needs the node's Syscalls");
+    }
+    watcher_ = std::make_unique<RegistrationWatcher>(&registry_, deps_.sys, deps_.clock, watch);
     RETURN_IF_ERROR(watcher_->Start());
   }
   LOG(INFO) << "plugin manager started: " << report.plugins_restored << " plugins and "

@@ -42,6 +42,7 @@
 #include "pkg/csimanager/types.h"
 #include "pkg/csimanager/volume_manager.h"
 #include "pkg/server/metrics.h"
+#include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::csimanager {
 
@@ -63,6 +64,9 @@ struct ManagerOptions {
 struct ManagerDeps {
   Store* store = nullptr;            // required
   MountInspector* mounts = nullptr;  // required
+  // The node's file system, for the registration directory: required when
+  // ManagerOptions::registration_dir is set.
+  volume::Syscalls* sys = nullptr;
   base::Clock* clock = base::RealClock();
   CsiClientFactory client_factory = DialingClientFactory();
   // Where the manager's metrics go (lustre_csi_plugin_manager_*); a private

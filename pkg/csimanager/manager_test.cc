@@ -16,6 +16,7 @@
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
 #include "pkg/server/metrics.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -111,6 +112,7 @@ class ManagerTest : public ::testing::Test {
     ManagerDeps deps;
     deps.store = store_.get();
     deps.mounts = mounts_.inspector();
+    deps.sys = sys_.get();
     deps.clock = &clock_;
     metrics_ = std::make_unique<server::MetricsRegistry>();
     deps.metrics = metrics_.get();
@@ -128,6 +130,8 @@ class ManagerTest : public ::testing::Test {
   }
 
   fakes::TempDir dir_;
+  // The registration directory holds real sockets.
+  std::unique_ptr<volume::Syscalls> sys_ = volume::NewLinuxSyscalls();
   std::string reg_dir_;
   base::FakeClock clock_;  // never advanced: each instance fingerprints once, at start
   fakes::FakeNode mounts_;

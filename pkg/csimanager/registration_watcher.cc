@@ -1,17 +1,9 @@
 #include "pkg/csimanager/registration_watcher.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/inotify.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <set>
 #include <utility>
 
@@ -22,7 +14,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "pkg/csimanager/path_segment.h"
 #include "pkg/server/endpoint.h"
@@ -32,13 +23,6 @@ namespace lustre_csi::csimanager {
 namespace {
 
 constexpr char kCsiPluginType[] = "CSIPlugin";
-
-bool IsSocket(const std::string& path, absl::Time* mtime = nullptr) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
-  if (mtime != nullptr) *mtime = absl::TimeFromTimespec(st.st_mtim);
-  return true;
-}
 
 bool SupportsV1(const google::protobuf::RepeatedPtrField<std::string>& versions) {
   for (const std::string& version : versions) {
@@ -59,36 +43,26 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
 
 }  // namespace
 
-RegistrationWatcher::RegistrationWatcher(Registry* registry, RegistrationWatcherOptions options)
-    : registry_(registry), options_(std::move(options)) {}
+RegistrationWatcher::RegistrationWatcher(Registry* registry, volume::Syscalls* sys,
+                                         base::Clock* clock, RegistrationWatcherOptions options)
+    : registry_(registry), sys_(sys), clock_(clock), options_(std::move(options)) {}
 
 RegistrationWatcher::~RegistrationWatcher() { Stop(); }
 
 absl::Status RegistrationWatcher::Start() {
   absl::MutexLock lock(&mu_);
   if (started_) return absl::FailedPreconditionError("registration watcher already started");
-  struct stat st;
-  if (::stat(options_.directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  absl::StatusOr<volume::FileInfo> dir = sys_->Stat(options_.directory);
+  if (!dir.ok() || !volume::IsDirectoryMode(dir->mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("plugin registration directory ", options_.directory, " does not exist"));
   }
-  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd_ < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("inotify_init1: ", std::strerror(errno)));
-  }
-  if (::inotify_add_watch(inotify_fd_, options_.directory.c_str(),
-                          IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
-                              IN_MOVE_SELF | IN_ONLYDIR) < 0) {
-    int error = errno;
-    ::close(inotify_fd_);
-    inotify_fd_ = -1;
+  absl::StatusOr<std::unique_ptr<volume::DirWatch>> watch = sys_->WatchDir(options_.directory);
+  if (!watch.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("watching ", options_.directory, ": ", std::strerror(error)));
+        absl::StrCat("watching ", options_.directory, ": ", watch.status().message()));
   }
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("eventfd: ", std::strerror(errno)));
-  }
+  watch_ = *std::move(watch);
   started_ = true;
   Scan();
   absl::flat_hash_set<std::string> present;
@@ -97,14 +71,14 @@ absl::Status RegistrationWatcher::Start() {
   if (!forgotten.ok()) LOG(ERROR) << "forgetting vanished plugin registrations: " << forgotten;
   LOG(INFO) << "watching " << options_.directory << " for plugin registrations (" << sockets_.size()
             << " sockets found)";
-  LaunchDue();
+  LaunchNew();
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
 
 void RegistrationWatcher::Stop() {
   stop_.Cancel();
-  Wake();
+  if (watch_ != nullptr) watch_->Wake();
   if (thread_.joinable()) thread_.join();
   std::vector<Worker> workers;
   {
@@ -112,9 +86,6 @@ void RegistrationWatcher::Stop() {
     workers.swap(workers_);
   }
   for (Worker& worker : workers) worker.thread.join();
-  if (inotify_fd_ >= 0) ::close(inotify_fd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-  inotify_fd_ = wake_fd_ = -1;
 }
 
 std::map<std::string, RegistrationWatcher::SocketState> RegistrationWatcher::Sockets() {
@@ -124,28 +95,25 @@ std::map<std::string, RegistrationWatcher::SocketState> RegistrationWatcher::Soc
   return out;
 }
 
-void RegistrationWatcher::Wake() {
-  if (wake_fd_ < 0) return;
-  uint64_t one = 1;
-  if (::write(wake_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-    PLOG(WARNING) << "waking the registration watcher";
-  }
+bool RegistrationWatcher::IsSocket(const std::string& path, absl::Time* mtime) {
+  absl::StatusOr<volume::FileInfo> info = sys_->Stat(path);
+  if (!info.ok() || !volume::IsSocketMode(info->mode)) return false;
+  if (mtime != nullptr) *mtime = info->mtime;
+  return true;
 }
 
 void RegistrationWatcher::Scan() {
   std::set<std::string> found;
-  DIR* dir = ::opendir(options_.directory.c_str());
-  if (dir == nullptr) {
-    PLOG(ERROR) << "reading " << options_.directory;
+  absl::StatusOr<std::vector<std::string>> names = sys_->ListDir(options_.directory);
+  if (!names.ok()) {
+    LOG(ERROR) << "reading " << options_.directory << ": " << names.status();
     return;
   }
-  while (struct dirent* entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
+  for (const std::string& name : *names) {
     if (!absl::EndsWith(name, ".sock")) continue;
     std::string path = absl::StrCat(options_.directory, "/", name);
     if (IsSocket(path)) found.insert(path);
   }
-  ::closedir(dir);
   std::vector<std::string> gone;
   for (const auto& [path, socket] : sockets_) {
     if (found.count(path) == 0) gone.push_back(path);
@@ -160,7 +128,6 @@ void RegistrationWatcher::Added(const std::string& path) {
   Socket& socket = sockets_[path];
   socket.generation = next_generation_++;
   socket.state = SocketState();
-  socket.next_attempt = absl::InfinitePast();
   socket.running = false;
   VLOG(1) << "registration socket " << path << " appeared";
 }
@@ -172,61 +139,50 @@ void RegistrationWatcher::Removed(const std::string& path) {
   VLOG(1) << "registration socket " << path << " disappeared";
 }
 
-void RegistrationWatcher::ReadEvents() {
-  alignas(struct inotify_event) char buffer[8192];
-  while (true) {
-    ssize_t n = ::read(inotify_fd_, buffer, sizeof(buffer));
-    if (n <= 0) {
-      if (n < 0 && errno != EAGAIN && errno != EINTR) PLOG(ERROR) << "reading inotify events";
-      return;
-    }
-    absl::MutexLock lock(&mu_);
-    for (char* p = buffer; p < buffer + n;) {
-      const struct inotify_event* event = reinterpret_cast<const struct inotify_event*>(p);
-      p += sizeof(struct inotify_event) + event->len;
-      if (event->mask & IN_Q_OVERFLOW) {
-        LOG(WARNING) << "inotify queue overflowed; rescanning " << options_.directory;
+void RegistrationWatcher::Handle(const std::vector<volume::DirEvent>& events) {
+  using Kind = volume::DirEvent::Kind;
+  for (const volume::DirEvent& event : events) {
+    switch (event.kind) {
+      case Kind::kOverflow:
+        LOG(WARNING) << "directory events were lost; rescanning " << options_.directory;
         Scan();
-        continue;
-      }
-      if (event->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
+        break;
+      case Kind::kDirectoryGone: {
         LOG(ERROR) << "plugin registration directory " << options_.directory
                    << " was removed or moved; no more plugins are discovered until restart";
         std::vector<std::string> all;
         for (const auto& [path, socket] : sockets_) all.push_back(path);
         for (const std::string& path : all) Removed(path);
-        continue;
+        break;
       }
-      if (event->len == 0) continue;
-      std::string name = event->name;
-      if (!absl::EndsWith(name, ".sock")) continue;
-      std::string path = absl::StrCat(options_.directory, "/", name);
-      if (event->mask & (IN_CREATE | IN_MOVED_TO)) {
-        if (IsSocket(path)) Added(path);
-      } else if (event->mask & (IN_DELETE | IN_MOVED_FROM)) {
-        Removed(path);
+      case Kind::kAdded:
+      case Kind::kRemoved: {
+        if (!absl::EndsWith(event.name, ".sock")) break;
+        std::string path = absl::StrCat(options_.directory, "/", event.name);
+        if (event.kind == Kind::kRemoved) {
+          Removed(path);
+        } else if (IsSocket(path)) {
+          Added(path);
+        }
+        break;
       }
     }
   }
 }
 
-void RegistrationWatcher::LaunchDue() {
-  absl::Time now = absl::Now();
+void RegistrationWatcher::LaunchNew() {
   for (auto& [path, socket] : sockets_) {
-    if (socket.running || socket.state.phase != SocketState::Phase::kPending ||
-        socket.next_attempt > now || stop_.cancelled()) {
+    if (socket.running || socket.state.phase != SocketState::Phase::kPending || stop_.cancelled()) {
       continue;
     }
     socket.running = true;
-    socket.state.phase = SocketState::Phase::kRegistering;
-    ++socket.state.attempts;
     Worker worker;
     worker.done = std::make_shared<std::atomic<bool>>(false);
     worker.thread =
         std::thread([this, path = path, generation = socket.generation, done = worker.done] {
           Register(path, generation);
           done->store(true);
-          Wake();
+          if (watch_ != nullptr) watch_->Wake();
         });
     workers_.push_back(std::move(worker));
   }
@@ -250,33 +206,41 @@ void RegistrationWatcher::Reap() {
 
 void RegistrationWatcher::Run() {
   while (!stop_.cancelled()) {
-    int timeout_ms = -1;
-    {
-      absl::MutexLock lock(&mu_);
-      absl::Time now = absl::Now();
-      for (const auto& [path, socket] : sockets_) {
-        if (socket.running || socket.state.phase != SocketState::Phase::kPending) continue;
-        int64_t wait = std::max<int64_t>(0, absl::ToInt64Milliseconds(socket.next_attempt - now));
-        if (timeout_ms < 0 || wait < timeout_ms) timeout_ms = static_cast<int>(wait);
-      }
-    }
-    struct pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    int ready = ::poll(fds, 2, timeout_ms);
-    if (ready < 0 && errno != EINTR) PLOG(ERROR) << "poll";
+    absl::StatusOr<std::vector<volume::DirEvent>> events = watch_->Wait();
     if (stop_.cancelled()) break;
-    if (ready > 0 && (fds[1].revents & POLLIN)) {
-      uint64_t count;
-      while (::read(wake_fd_, &count, sizeof(count)) > 0) {
-      }
+    if (!events.ok()) {
+      LOG(ERROR) << "watching " << options_.directory << " failed (" << events.status()
+                 << "); no more plugins are discovered until restart";
+      break;
     }
-    if (ready > 0 && (fds[0].revents & POLLIN)) ReadEvents();
     Reap();
     absl::MutexLock lock(&mu_);
-    LaunchDue();
+    Handle(*events);
+    LaunchNew();
   }
 }
 
 void RegistrationWatcher::Register(const std::string& path, uint64_t generation) {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = sockets_.find(path);
+      if (it == sockets_.end() || it->second.generation != generation) return;
+      it->second.state.phase = SocketState::Phase::kRegistering;
+      ++it->second.state.attempts;
+    }
+    std::string plugin;
+    std::string error;
+    Outcome outcome = Attempt(path, generation, &plugin, &error);
+    if (!Finish(path, generation, outcome, plugin, error) || outcome != Outcome::kRetry) return;
+    VLOG(1) << "registration of " << path << " failed, will retry: " << error;
+    if (!clock_->SleepFor(options_.retry_interval, &stop_)) return;
+  }
+}
+
+RegistrationWatcher::Outcome RegistrationWatcher::Attempt(const std::string& path,
+                                                          uint64_t generation, std::string* plugin,
+                                                          std::string* error) {
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateChannel(absl::StrCat("unix:", path), grpc::InsecureChannelCredentials());
   std::unique_ptr<pluginregistration::Registration::Stub> stub =
@@ -288,12 +252,10 @@ void RegistrationWatcher::Register(const std::string& path, uint64_t generation)
     base::ScopedCancelCallback cancel(&stop_, [&context] { context->TryCancel(); });
     grpc::Status status = stub->GetInfo(context.get(), pluginregistration::InfoRequest(), &info);
     if (!status.ok()) {
-      Finish(path, generation, Outcome::kRetry, "",
-             absl::StrCat("GetInfo: ", status.error_message()));
-      return;
+      *error = absl::StrCat("GetInfo: ", status.error_message());
+      return Outcome::kRetry;
     }
   }
-
   std::string reason;
   PluginRecord record;
   record.id = path;
@@ -320,13 +282,16 @@ void RegistrationWatcher::Register(const std::string& path, uint64_t generation)
       record.endpoint = *endpoint;
     }
   }
-  if (!IsSocket(path, &record.registered_at)) record.registered_at = absl::Now();
+  if (!IsSocket(path, &record.registered_at)) record.registered_at = clock_->Now();
 
   bool registered = false;
   if (reason.empty()) {
     absl::MutexLock lock(&mu_);
     auto it = sockets_.find(path);
-    if (it == sockets_.end() || it->second.generation != generation) return;  // gone meanwhile
+    if (it == sockets_.end() || it->second.generation != generation) {
+      *error = "the socket is gone";  // Finish() drops it
+      return Outcome::kRejected;
+    }
     absl::Status upserted = registry_->Upsert(record);
     if (upserted.ok()) {
       registered = true;
@@ -354,17 +319,18 @@ void RegistrationWatcher::Register(const std::string& path, uint64_t generation)
   } else {
     LOG(WARNING) << "rejected plugin registration from " << path << ": " << reason;
   }
-  Finish(path, generation, registered ? Outcome::kRegistered : Outcome::kRejected, record.name,
-         reason);
+  *plugin = record.name;
+  *error = reason;
+  return registered ? Outcome::kRegistered : Outcome::kRejected;
 }
 
-void RegistrationWatcher::Finish(const std::string& path, uint64_t generation, Outcome outcome,
+bool RegistrationWatcher::Finish(const std::string& path, uint64_t generation, Outcome outcome,
                                  const std::string& plugin, const std::string& error) {
   absl::MutexLock lock(&mu_);
   auto it = sockets_.find(path);
-  if (it == sockets_.end() || it->second.generation != generation) return;
+  if (it == sockets_.end() || it->second.generation != generation) return false;
   Socket& socket = it->second;
-  socket.running = false;
+  socket.running = outcome == Outcome::kRetry;  // the same worker asks again
   socket.state.error = error;
   if (!plugin.empty()) socket.state.plugin = plugin;
   switch (outcome) {
@@ -376,10 +342,9 @@ void RegistrationWatcher::Finish(const std::string& path, uint64_t generation, O
       break;
     case Outcome::kRetry:
       socket.state.phase = SocketState::Phase::kPending;
-      socket.next_attempt = absl::Now() + options_.retry_interval;
-      VLOG(1) << "registration of " << path << " failed, will retry: " << error;
       break;
   }
+  return true;
 }
 
 }  // namespace lustre_csi::csimanager

@@ -12,17 +12,21 @@
 // rejected one is not tried again until it is re-created. Removing a socket
 // removes its record.
 //
-// Start() watches first (inotify), then scans the sockets already there and
-// forgets restored registrations whose socket disappeared while the manager
-// was down. Only the directory itself is watched, not subdirectories.
+// Start() watches first (Syscalls::WatchDir), then lists the sockets already
+// there and forgets restored registrations whose socket disappeared while
+// the manager was down. Only the directory itself is watched, not
+// subdirectories.
 //
-// Each registration runs on its own short-lived thread with a per-call
-// deadline, so a registrar that hangs delays only its own registration.
-// Retry timing uses real time.
+// The file system is reached only through pkg/volume's Syscalls (stat, list,
+// watch) and time only through the Clock: a test drives the watcher with a
+// FakeDirWatch and a FakeClock. Each registration runs on its own
+// short-lived thread with a per-call deadline, so a registrar that hangs
+// delays only its own registration; a socket that did not answer is asked
+// again by the same thread after retry_interval on the clock.
 //
-// Thread-safe. `registry` is not owned and must outlive the watcher; its
-// listener is called with the watcher's lock held and must not call back
-// into the watcher.
+// Thread-safe. `registry`, `sys` and `clock` are not owned and must outlive
+// the watcher; the registry's listener is called with the watcher's lock
+// held and must not call back into the watcher.
 #ifndef LUSTRE_CSI_PKG_CSIMANAGER_REGISTRATION_WATCHER_H_
 #define LUSTRE_CSI_PKG_CSIMANAGER_REGISTRATION_WATCHER_H_
 
@@ -39,7 +43,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "pkg/base/cancel.h"
+#include "pkg/base/clock.h"
 #include "pkg/csimanager/registry.h"
+#include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::csimanager {
 
@@ -62,7 +68,8 @@ class RegistrationWatcher {
     std::string plugin;  // name, once known
   };
 
-  RegistrationWatcher(Registry* registry, RegistrationWatcherOptions options);
+  RegistrationWatcher(Registry* registry, volume::Syscalls* sys, base::Clock* clock,
+                      RegistrationWatcherOptions options);
   ~RegistrationWatcher();
   RegistrationWatcher(const RegistrationWatcher&) = delete;
   RegistrationWatcher& operator=(const RegistrationWatcher&) = delete;
@@ -81,7 +88,6 @@ class RegistrationWatcher {
   struct Socket {
     uint64_t generation = 0;
     SocketState state;
-    absl::Time next_attempt = absl::InfinitePast();
     bool running = false;  // a worker for this generation is registering it
   };
   struct Worker {
@@ -94,20 +100,27 @@ class RegistrationWatcher {
   void Scan() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Added(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Removed(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReadEvents();
-  void LaunchDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Handle(const std::vector<volume::DirEvent>& events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LaunchNew() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reap();
-  void Wake();
-  // Registers one socket; runs on a worker thread.
+  // Whether `path` is a unix socket (not followed if a symlink), and its
+  // modification time.
+  bool IsSocket(const std::string& path, absl::Time* mtime = nullptr);
+  // Registers one socket, asking again after retry_interval while it does
+  // not answer; runs on a worker thread.
   void Register(const std::string& path, uint64_t generation);
-  void Finish(const std::string& path, uint64_t generation, Outcome outcome,
+  Outcome Attempt(const std::string& path, uint64_t generation, std::string* plugin,
+                  std::string* error);
+  // Records the outcome; false when the socket is gone or re-created.
+  bool Finish(const std::string& path, uint64_t generation, Outcome outcome,
               const std::string& plugin, const std::string& error);
 
   Registry* const registry_;
+  volume::Syscalls* const sys_;
+  base::Clock* const clock_;
   const RegistrationWatcherOptions options_;
   base::CancelToken stop_;
-  int inotify_fd_ = -1;
-  int wake_fd_ = -1;
+  std::unique_ptr<volume::DirWatch> watch_;  // set by Start()
   std::thread thread_;
 
   absl::Mutex mu_;

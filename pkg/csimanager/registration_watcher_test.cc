@@ -15,6 +15,9 @@
 #include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/test_util.h"
+#include "pkg/volume/fake_dir_watch.h"
+#include "pkg/volume/linux/linux_syscalls.h"
+#include "pkg/volume/syscalls_wrapper.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -23,6 +26,16 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using Phase = RegistrationWatcher::SocketState::Phase;
+
+// The real file system, with the directory's events coming from the test.
+class SteeredEvents : public volume::SyscallsWrapper {
+ public:
+  explicit SteeredEvents(volume::Syscalls* real) : SyscallsWrapper(real) {}
+  absl::StatusOr<std::unique_ptr<volume::DirWatch>> WatchDir(const std::string&) override {
+    return std::unique_ptr<volume::DirWatch>(new volume::FakeDirWatch(events));
+  }
+  std::shared_ptr<volume::FakeDirEvents> events = std::make_shared<volume::FakeDirEvents>();
+};
 
 class RegistrationWatcherTest : public ::testing::Test {
  protected:
@@ -61,8 +74,8 @@ class RegistrationWatcherTest : public ::testing::Test {
     RegistrationWatcherOptions options;
     options.directory = reg_dir_;
     options.call_timeout = absl::Seconds(30);
-    options.retry_interval = absl::Milliseconds(10);
-    watcher_ = std::make_unique<RegistrationWatcher>(registry_.get(), options);
+    options.retry_interval = absl::Seconds(1);
+    watcher_ = std::make_unique<RegistrationWatcher>(registry_.get(), sys_, &clock_, options);
     ASSERT_TRUE(watcher_->Start().ok());
   }
 
@@ -86,6 +99,11 @@ class RegistrationWatcherTest : public ::testing::Test {
 
   fakes::TempDir dir_;
   std::string reg_dir_;
+  // Real sockets in a temporary directory, watched with inotify; the tests
+  // that steer the events themselves swap in a FakeDirWatch.
+  std::unique_ptr<volume::Syscalls> linux_ = volume::NewLinuxSyscalls();
+  SteeredEvents steered_{linux_.get()};
+  volume::Syscalls* sys_ = linux_.get();
   base::FakeClock clock_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Registry> registry_;
@@ -177,13 +195,88 @@ INSTANTIATE_TEST_SUITE_P(
                    "only unix sockets are supported"}),
     [](const ::testing::TestParamInfo<RejectCase>& info) { return info.param.name; });
 
-TEST_F(RegistrationWatcherTest, UnansweredSocketsAreRetried) {
+TEST_F(RegistrationWatcherTest, UnansweredSocketsAreRetriedOnTheClock) {
   fakes::FakePlugin* plugin = AddPlugin("slow.csi.test");
   plugin->FailNext("GetInfo", grpc::Status(grpc::StatusCode::UNAVAILABLE, "starting"), 2);
   StartWatcher();
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    // The worker asked, was refused and now sleeps on the clock: nothing
+    // happens until time moves.
+    ASSERT_TRUE(plugin->AwaitCalls("GetInfo", attempt));
+    ASSERT_TRUE(clock_.AwaitSleepers(1)) << attempt;
+    EXPECT_EQ(plugin->Calls("GetInfo"), attempt);
+    EXPECT_EQ(watcher_->Sockets()[RegSocket("slow.csi.test")].phase, Phase::kPending);
+    EXPECT_FALSE(Registered(RegSocket("slow.csi.test")));
+    clock_.Advance(absl::Seconds(1));
+  }
   ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("slow.csi.test")); }));
   EXPECT_EQ(plugin->Calls("GetInfo"), 3);
   EXPECT_EQ(watcher_->Sockets()[RegSocket("slow.csi.test")].attempts, 3);
+  EXPECT_THAT(clock_.sleeps(), ElementsAre(absl::Seconds(1), absl::Seconds(1)));
+}
+
+TEST_F(RegistrationWatcherTest, StopEndsARetryThatWaitsOnTheClock) {
+  fakes::FakePlugin* plugin = AddPlugin("down.csi.test");
+  plugin->FailNext("GetInfo", grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"), 100);
+  StartWatcher();
+  ASSERT_TRUE(clock_.AwaitSleepers(1));
+  watcher_->Stop();  // returns although the clock never moves
+  EXPECT_EQ(plugin->Calls("GetInfo"), 1);
+  EXPECT_EQ(clock_.sleepers(), 0);
+}
+
+TEST_F(RegistrationWatcherTest, LostEventsMeanARescan) {
+  sys_ = &steered_;
+  StartWatcher();
+  ASSERT_TRUE(steered_.events->AwaitDrained());
+  // Sockets appear, but their events are lost.
+  fakes::FakePlugin* plugin = AddPlugin("unseen.csi.test");
+  EXPECT_TRUE(watcher_->Sockets().empty());
+  steered_.events->Push({volume::DirEvent::Kind::kOverflow, ""});
+  ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
+  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("unseen.csi.test")); }));
+  // Gone without an event, then a rescan forgets it.
+  plugin->Stop();
+  ASSERT_TRUE(steered_.events->AwaitDrained());
+  EXPECT_TRUE(Registered(RegSocket("unseen.csi.test")));
+  steered_.events->Push({volume::DirEvent::Kind::kOverflow, ""});
+  ASSERT_TRUE(steered_.events->AwaitDrained());
+  EXPECT_FALSE(Registered(RegSocket("unseen.csi.test")));
+  EXPECT_TRUE(watcher_->Sockets().empty());
+}
+
+TEST_F(RegistrationWatcherTest, AnAddedEventForSomethingElseIsIgnored) {
+  sys_ = &steered_;
+  StartWatcher();
+  ASSERT_TRUE(fakes::WriteFile(reg_dir_ + "/file.sock", "not a socket").ok());
+  steered_.events->Push({volume::DirEvent::Kind::kAdded, "file.sock"});
+  steered_.events->Push({volume::DirEvent::Kind::kAdded, "missing.sock"});
+  ASSERT_TRUE(steered_.events->AwaitDrained());
+  EXPECT_TRUE(watcher_->Sockets().empty());
+}
+
+TEST_F(RegistrationWatcherTest, TheDirectoryGoingAwayDeregistersEverything) {
+  AddPlugin("a.csi.test");
+  AddPlugin("b.csi.test");
+  sys_ = &steered_;
+  StartWatcher();
+  ASSERT_TRUE(Eventually(
+      [&] { return Registered(RegSocket("a.csi.test")) && Registered(RegSocket("b.csi.test")); }));
+  steered_.events->Push({volume::DirEvent::Kind::kDirectoryGone, ""});
+  ASSERT_TRUE(steered_.events->AwaitDrained());
+  EXPECT_TRUE(registry_->List().empty());
+  EXPECT_TRUE(watcher_->Sockets().empty());
+}
+
+TEST_F(RegistrationWatcherTest, ABrokenWatchStopsDiscoveryButNotTheWatcher) {
+  sys_ = &steered_;
+  StartWatcher();
+  ASSERT_TRUE(steered_.events->AwaitDrained());
+  steered_.events->Break(absl::InternalError("inotify went away"));
+  fakes::FakePlugin* plugin = AddPlugin("after.csi.test");
+  steered_.events->Push({volume::DirEvent::Kind::kAdded, "after.csi.test-reg.sock"});
+  watcher_->Stop();  // the watching thread has ended; Stop still returns
+  EXPECT_EQ(plugin->Calls("GetInfo"), 0);
 }
 
 TEST_F(RegistrationWatcherTest, IgnoresFilesThatAreNotSockets) {
@@ -259,7 +352,7 @@ TEST_F(RegistrationWatcherTest, RestartForgetsRegistrationsWhoseSocketIsGone) {
 TEST_F(RegistrationWatcherTest, MissingDirectoryIsAnError) {
   RegistrationWatcherOptions options;
   options.directory = dir_.Sub("nope");
-  RegistrationWatcher watcher(registry_.get(), options);
+  RegistrationWatcher watcher(registry_.get(), sys_, &clock_, options);
   absl::Status status = watcher.Start();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status.message()), HasSubstr("does not exist"));

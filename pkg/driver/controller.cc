@@ -153,9 +153,10 @@ absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeA
   options.gid = params.provisioning.gid;
   volume::DirOwner owner{args.name, params.provisioning.delete_on_delete, RequestFingerprint(args)};
   LustreSource root{params.mgs_address, params.fs_name, ""};
-  absl::Status status = backend_->WithFileSystemRoot(root, [&](const std::string& fs_root) {
-    return volume::CreateOwnedDir(fs_root, *sub_dir, options, owner);
-  });
+  absl::Status status =
+      backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys, const std::string& fs_root) {
+        return volume::CreateOwnedDir(sys, fs_root, *sub_dir, options, owner);
+      });
   if (!status.ok()) return status;
   LOG(INFO) << "created sub-dir " << *sub_dir << " on " << root.Spec() << " for volume "
             << args.name << " (on delete: " << (owner.delete_on_release ? "delete" : "retain")
@@ -180,8 +181,9 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   if (backend_ != nullptr && !id->sub_dir.empty() && !absl::StrContains(id->sub_dir, "${")) {
     LustreSource root{id->mgs_address, id->fs_name, ""};
     bool removed = false;
-    absl::Status status = backend_->WithFileSystemRoot(root, [&](const std::string& fs_root) {
-      ASSIGN_OR_RETURN(bool released, volume::ReleaseOwnedDir(fs_root, id->sub_dir, id->name));
+    absl::Status status = backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
+                                                                 const std::string& fs_root) {
+      ASSIGN_OR_RETURN(bool released, volume::ReleaseOwnedDir(sys, fs_root, id->sub_dir, id->name));
       removed = released;
       return absl::OkStatus();
     });
@@ -234,10 +236,10 @@ absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
   bool missing = false;
   bool reached = false;
   absl::Status result = backend_->WithFileSystemRoot(
-      {id->mgs_address, id->fs_name, ""}, [&](const std::string& root) {
+      {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
         reached = true;
         absl::StatusOr<std::optional<volume::DirOwner>> read =
-            volume::ReadDirOwner(root, id->sub_dir);
+            volume::ReadDirOwner(sys, root, id->sub_dir);
         if (read.status().code() == absl::StatusCode::kNotFound) {
           missing = true;
           return absl::OkStatus();

@@ -1,9 +1,8 @@
 #include "pkg/driver/controller.h"
 
-#include <filesystem>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/volume/fake_syscalls.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -85,18 +84,18 @@ TEST(ControllerLogicTest, SameRequestIsIdempotentConflictIsAlreadyExists) {
   EXPECT_TRUE(logic.Create(other).ok());
 }
 
-// A file system at a real directory, for the logic above the mount seam.
+// A file system at a directory of an in-memory file system, for the logic
+// above the mount seam.
 class DirBackend : public MountBackend {
  public:
-  explicit DirBackend(std::string root) : root_(std::move(root)) {}
+  DirBackend(volume::Syscalls* sys, std::string root) : sys_(sys), root_(std::move(root)) {}
   absl::string_view Mode() const override { return "local"; }
   Readiness CheckReady() override { return {}; }
   bool MakesMounts() const override { return true; }
   absl::Status EnsureSubDir(const LustreSource&) override { return absl::OkStatus(); }
-  absl::Status WithFileSystemRoot(
-      const LustreSource&, const std::function<absl::Status(const std::string&)>& fn) override {
+  absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn& fn) override {
     if (!reachable) return absl::UnavailableError("file system unreachable");
-    return fn(root_);
+    return fn(*sys_, root_);
   }
   absl::Status Mount(const LustreSource&, const std::string&,
                      const std::vector<std::string>&) override {
@@ -109,16 +108,17 @@ class DirBackend : public MountBackend {
   bool reachable = true;
 
  private:
+  volume::Syscalls* const sys_;
   std::string root_;
 };
 
 // A controller restart loses the in-memory record; the owner marker of a
 // provisioned sub-dir keeps what was asked.
 TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
-  char tmpl[] = "/tmp/controller_test.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string root = tmpl;
-  DirBackend backend(root);
+  volume::FakeSyscalls sys;
+  const std::string root = "/fs";
+  ASSERT_TRUE(sys.AddDir(root).ok());
+  DirBackend backend(&sys, root);
   CreateVolumeArgs args = Args("pvc-p");
   args.parameters["sub-dir"] = "volumes/pvc-p";
   args.parameters["create-sub-dir"] = "true";
@@ -150,7 +150,7 @@ TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
   backend.reachable = false;
   EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).ok());
   backend.reachable = true;
-  std::filesystem::remove_all(root + "/volumes/pvc-p");
+  ASSERT_TRUE(sys.RemoveTreeBeneath(root, "volumes/pvc-p", 8).ok());
   EXPECT_EQ(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id).ok());
@@ -159,7 +159,6 @@ TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(ControllerLogic(&backend).CheckExists("pv#lustrefs#10.0.0.4#../x#f").code(),
             absl::StatusCode::kNotFound);
-  std::filesystem::remove_all(root);
 }
 
 struct BadCreate {

@@ -35,11 +35,11 @@ absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
   return sys.ResolveBeneath(root, sub_dir).status();
 }
 
-absl::Status EnsureSubDirIn(MountBackend& backend, volume::Syscalls& sys,
-                            const LustreSource& source) {
+absl::Status EnsureSubDirIn(MountBackend& backend, const LustreSource& source) {
   if (source.sub_dir.empty()) return absl::OkStatus();
-  return backend.WithFileSystemRoot(
-      source, [&](const std::string& root) { return MakeSubDir(sys, root, source.sub_dir); });
+  return backend.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
+    return MakeSubDir(sys, root, source.sub_dir);
+  });
 }
 
 std::string MountedSpec(const volume::MountEntry& e) {
@@ -154,18 +154,16 @@ class LustreBackend : public MountBackend {
   }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
-    return internal::EnsureSubDirIn(*this, *sys_, source);
+    return internal::EnsureSubDirIn(*this, source);
   }
 
-  absl::Status WithFileSystemRoot(
-      const LustreSource& source,
-      const std::function<absl::Status(const std::string&)>& fn) override {
+  absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
     absl::StatusOr<std::string> dir = MakeWorkingDir();
     if (!dir.ok()) return dir.status();
     LustreSource root = source;
     root.sub_dir.clear();
     absl::Status status = Mount(root, *dir, {});
-    if (status.ok()) status = fn(*dir);
+    if (status.ok()) status = fn(*sys_, *dir);
     // Unmounts (in the namespace) and removes the directory, whatever happened.
     absl::Status cleanup = volume::CleanupMountPoint(*sys_, *dir);
     if (!cleanup.ok()) LOG(ERROR) << "cleaning up " << *dir << ": " << cleanup;
@@ -250,8 +248,7 @@ class MockBackend : public MountBackend {
   bool MakesMounts() const override { return false; }
   Readiness CheckReady() override { return {}; }
   absl::Status EnsureSubDir(const LustreSource&) override { return absl::OkStatus(); }
-  absl::Status WithFileSystemRoot(const LustreSource&,
-                                  const std::function<absl::Status(const std::string&)>&) override {
+  absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn&) override {
     return absl::FailedPreconditionError("mock mount mode has no file system to work in");
   }
   absl::Status Mount(const LustreSource& source, const std::string& target,
@@ -286,15 +283,13 @@ class LocalBackend : public MountBackend {
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
     // Nothing to create for the root; Mount() reports a missing file system.
-    return internal::EnsureSubDirIn(*this, *sys_, source);
+    return internal::EnsureSubDirIn(*this, source);
   }
 
-  absl::Status WithFileSystemRoot(
-      const LustreSource& source,
-      const std::function<absl::Status(const std::string&)>& fn) override {
+  absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
     absl::StatusOr<std::string> fs_root = FsRoot(source);
     if (!fs_root.ok()) return fs_root.status();
-    return fn(*fs_root);
+    return fn(*sys_, *fs_root);
   }
 
   absl::Status Mount(const LustreSource& source, const std::string& target,

@@ -70,12 +70,13 @@ class MountBackend {
   // when it does not exist, so a per-pod sub-dir can be mounted.
   virtual absl::Status EnsureSubDir(const LustreSource& source) = 0;
 
-  // Runs `fn` with a directory where the root of `source`'s file system is
-  // reachable, then lets go of it: a root mount in a fresh directory under
-  // the working mount dir in lustre mode (removed again), <local-root>/<fs> in
-  // local mode. Mock mode has no file system: FAILED_PRECONDITION.
-  virtual absl::Status WithFileSystemRoot(
-      const LustreSource& source, const std::function<absl::Status(const std::string&)>& fn) = 0;
+  // Runs `fn` with the Syscalls to work there and a directory where the root
+  // of `source`'s file system is reachable, then lets go of it: a root mount
+  // in a fresh directory under the working mount dir in lustre mode (removed
+  // again), <local-root>/<fs> in local mode. Mock mode has no file system:
+  // FAILED_PRECONDITION.
+  using FsRootFn = std::function<absl::Status(volume::Syscalls& sys, const std::string& root)>;
+  virtual absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) = 0;
 
   // Mounts `source` on the existing directory `target`. `options` are ready
   // for `-o` ("ro" first when read-only). NOT_FOUND when the file system or

@@ -17,8 +17,7 @@ absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root, const st
 
 // MountBackend::EnsureSubDir of a backend with a file system: nothing for
 // the root; otherwise MakeSubDir inside backend.WithFileSystemRoot.
-absl::Status EnsureSubDirIn(MountBackend& backend, volume::Syscalls& sys,
-                            const LustreSource& source);
+absl::Status EnsureSubDirIn(MountBackend& backend, const LustreSource& source);
 
 // "<source>" joined with the mount's root inside its file system, so a mount
 // of <fs>/<sub> reads the same whether the kernel shows it as the source

@@ -196,7 +196,7 @@ TEST_F(LustreBackendTest, ReadinessFollowsHelperAndModule) {
 TEST_F(LustreBackendTest, RootMountLivesOnlyWhileNeeded) {
   std::string seen;
   absl::Status s = backend_->WithFileSystemRoot({"10.0.0.4@tcp", "lustrefs", "ignored"},
-                                                [&](const std::string& dir) {
+                                                [&](volume::Syscalls&, const std::string& dir) {
                                                   seen = dir;
                                                   return sys_.Mkdir(dir + "/made-inside", 0755);
                                                 });

@@ -157,7 +157,7 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
       LOG(INFO) << "volume " << req.volume_id << " is read-only; fsGroup "
                 << *req.volume_mount_group << " not applied";
     } else {
-      status = volume::SetVolumeOwnership(req.target_path, *req.volume_mount_group,
+      status = volume::SetVolumeOwnership(*sys_, req.target_path, *req.volume_mount_group,
                                           /*read_only=*/false,
                                           volume::FsGroupChangePolicy::kOnRootMismatch);
       if (!status.ok()) {

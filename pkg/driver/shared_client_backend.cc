@@ -1,7 +1,6 @@
 // One Lustre client per file system per node; see NewSharedClientBackend in
 // mount_backend.h.
 #include <glog/logging.h>
-#include <sys/mount.h>
 
 #include <algorithm>
 #include <map>
@@ -99,18 +98,16 @@ class SharedClientBackend : public MountBackend {
   Readiness CheckReady() override { return clients_->CheckReady(); }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
-    return internal::EnsureSubDirIn(*this, *sys_, source);
+    return internal::EnsureSubDirIn(*this, source);
   }
 
-  absl::Status WithFileSystemRoot(
-      const LustreSource& source,
-      const std::function<absl::Status(const std::string&)>& fn) override {
+  absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
     Client client = ClientFor(source, {});
     absl::MutexLock lock(LockFor(client.name));
     bool fresh = false;
     absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
     if (!root.ok()) return root.status();
-    absl::Status status = fn(*root);
+    absl::Status status = fn(*sys_, *root);
     ReleaseIfUnused(*root);
     return status;
   }
@@ -249,7 +246,7 @@ class SharedClientBackend : public MountBackend {
       // mount a new one.
       LOG(WARNING) << "Lustre client " << dir << " is dead (" << alive.status()
                    << "); mounting a new one";
-      if (absl::Status s = sys_->Unmount(dir, MNT_DETACH); !s.ok()) {
+      if (absl::Status s = sys_->Unmount(dir, volume::kMntDetach); !s.ok()) {
         return volume::Annotate(s, absl::StrCat("detaching the dead client ", dir));
       }
     }

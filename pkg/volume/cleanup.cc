@@ -1,8 +1,5 @@
 #include "pkg/volume/cleanup.h"
 
-#include <sys/mount.h>
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <functional>
 #include <memory>
@@ -87,14 +84,14 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
     const char* name;
   };
   const Step steps[] = {{0, opts.plain_timeout, "umount"},
-                        {MNT_FORCE, opts.force_timeout, "umount -f"},
-                        {MNT_DETACH, opts.detach_timeout, "umount -l"}};
+                        {kMntForce, opts.force_timeout, "umount -f"},
+                        {kMntDetach, opts.detach_timeout, "umount -l"}};
   std::vector<std::string> failures;
   absl::Status last;
   Syscalls* s = &sys;
   bool escalating = false;
   for (const Step& step : steps) {
-    if (step.flags == MNT_FORCE && !opts.force) continue;
+    if (step.flags == kMntForce && !opts.force) continue;
     int flags = step.flags;
     if (flags == 0 && plain_result.has_value()) {
       last = *std::move(plain_result);
@@ -146,7 +143,7 @@ namespace {
 
 // Removes the target once nothing is mounted there: rmdir only.
 absl::Status RemoveTarget(Syscalls& sys, const std::string& path, const FileInfo& info) {
-  if (!S_ISDIR(info.mode)) {
+  if (!IsDirectoryMode(info.mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("clean up ", path, ": not a directory; left in place"));
   }

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/syscalls_wrapper.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -171,36 +172,19 @@ TEST(EscalationTest, HungPlainThenForceWorks) {
 
 // Answers umount2 with a fixed errno per flag value and passes everything
 // else (and flags without an entry) to the fake.
-class ScriptedUnmount : public Syscalls {
+class ScriptedUnmount : public SyscallsWrapper {
  public:
   ScriptedUnmount(FakeSyscalls* fake, std::map<int, int> errno_by_flags)
-      : fake_(fake), errno_by_flags_(std::move(errno_by_flags)) {}
-  absl::Status Mount(const std::string& source, const std::string& target,
-                     const std::string& fstype, unsigned long flags,
-                     const std::string& data) override {
-    return fake_->Mount(source, target, fstype, flags, data);
-  }
+      : SyscallsWrapper(fake), errno_by_flags_(std::move(errno_by_flags)) {}
   absl::Status Unmount(const std::string& target, int flags) override {
     flags_.push_back(flags);
     auto it = errno_by_flags_.find(flags);
     if (it != errno_by_flags_.end()) return ErrnoError(it->second, "scripted umount");
-    return fake_->Unmount(target, flags);
-  }
-  absl::StatusOr<FsStats> Statfs(const std::string& path) override { return fake_->Statfs(path); }
-  absl::StatusOr<FileInfo> Stat(const std::string& path) override { return fake_->Stat(path); }
-  absl::Status Mkdir(const std::string& path, uint32_t mode) override {
-    return fake_->Mkdir(path, mode);
-  }
-  absl::Status Rmdir(const std::string& path) override { return fake_->Rmdir(path); }
-  absl::StatusOr<std::string> ReadMountInfo() override { return fake_->ReadMountInfo(); }
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                             const std::string& relative) override {
-    return fake_->ResolveBeneath(root, relative);
+    return SyscallsWrapper::Unmount(target, flags);
   }
   std::vector<int> flags_;  // only read after the calls returned
 
  private:
-  FakeSyscalls* fake_;
   std::map<int, int> errno_by_flags_;
 };
 

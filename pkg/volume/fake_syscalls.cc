@@ -4,13 +4,16 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "pkg/base/status_macros.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/safe_path.h"
 
@@ -22,7 +25,8 @@ struct FakeSyscalls::Node {
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint64_t ino = 0;
-  std::string link;  // symlink target
+  std::string link;     // symlink target
+  std::string content;  // file content
 };
 
 struct FakeSyscalls::Fs {
@@ -100,28 +104,6 @@ std::string Escape(absl::string_view s) {
 
 int OpIndex(SyscallOp op) { return static_cast<int>(op); }
 
-const char* OpName(SyscallOp op) {
-  switch (op) {
-    case SyscallOp::kMount:
-      return "mount";
-    case SyscallOp::kUnmount:
-      return "umount";
-    case SyscallOp::kStatfs:
-      return "statfs";
-    case SyscallOp::kStat:
-      return "statx";
-    case SyscallOp::kMkdir:
-      return "mkdir";
-    case SyscallOp::kRmdir:
-      return "rmdir";
-    case SyscallOp::kReadMountInfo:
-      return "read mountinfo";
-    case SyscallOp::kResolveBeneath:
-      return "openat2";
-  }
-  return "?";
-}
-
 FsStats DefaultStats(absl::string_view fstype) {
   FsStats s;
   s.block_size = 4096;
@@ -163,13 +145,14 @@ FakeSyscalls::~FakeSyscalls() {
       +[](int* n) { return *n == 0; }, &in_flight_));
 }
 
-absl::Status FakeSyscalls::Enter(Op op, const std::string& what) {
+absl::Status FakeSyscalls::Fault(Op op, const std::string& what) {
   int i = OpIndex(op);
   ++calls_[i];
   ++in_flight_;
+  absl::Cleanup leave = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { --in_flight_; };
   if (fail_times_[i] > 0) {
     --fail_times_[i];
-    return ErrnoError(fail_errno_[i], absl::StrCat("fake ", OpName(op), " ", what));
+    return ErrnoError(fail_errno_[i], absl::StrCat("fake ", SyscallOpName(op), " ", what));
   }
   bool hang = hung_[i];
   if (!hang && hang_next_[i] > 0) {
@@ -192,8 +175,6 @@ absl::Status FakeSyscalls::Enter(Op op, const std::string& what) {
   }
   return absl::OkStatus();
 }
-
-void FakeSyscalls::Leave() { --in_flight_; }
 
 size_t FakeSyscalls::TopOf(size_t index, const std::string& abs) const {
   while (true) {
@@ -229,7 +210,7 @@ const FakeSyscalls::Node* FakeSyscalls::NodeAt(const Step& step) const {
 }
 
 int FakeSyscalls::Walk(std::vector<Step>& stack, const std::string& path, bool follow_last,
-                       size_t floor, bool beneath) const {
+                       size_t floor, bool beneath, bool strict) const {
   std::deque<std::string> queue;
   for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
     queue.emplace_back(part);
@@ -257,6 +238,7 @@ int FakeSyscalls::Walk(std::vector<Step>& stack, const std::string& path, bool f
     auto it = m.fs->nodes.find(child_fs);
     if (it == m.fs->nodes.end()) return ENOENT;
     const Node& node = it->second;
+    if (strict && node.type == Node::kSymlink) return ELOOP;
     if (node.type == Node::kSymlink && (!queue.empty() || follow_last)) {
       if (++links > kMaxSymlinks) return ELOOP;
       std::vector<std::string> parts = absl::StrSplit(node.link, '/', absl::SkipEmpty());
@@ -273,6 +255,7 @@ int FakeSyscalls::Walk(std::vector<Step>& stack, const std::string& path, bool f
     next.abs = JoinPath(cur.abs, name);
     if (node.type != Node::kSymlink) {
       int child = ChildMount(cur.mount, next.abs);
+      if (child >= 0 && strict) return EXDEV;
       if (child >= 0) {
         next.mount = TopOf(static_cast<size_t>(child), next.abs);
         next.fs_path = mounts_[next.mount]->root;
@@ -350,7 +333,20 @@ int FakeSyscalls::AddNode(const std::string& path, const Node& proto, bool ok_if
   Node node = proto;
   node.ino = m.fs->next_ino++;
   m.fs->nodes[child] = node;
+  Notify(parent.abs, {DirEvent::Kind::kAdded, name});
   return 0;
+}
+
+void FakeSyscalls::Notify(const std::string& dir, DirEvent event) {
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    std::shared_ptr<FakeDirEvents> events = it->second.lock();
+    if (events == nullptr) {
+      it = watches_.erase(it);
+      continue;
+    }
+    if (it->first == dir) events->Push(event);
+    ++it;
+  }
 }
 
 void FakeSyscalls::RemoveTree(size_t index) {
@@ -377,9 +373,7 @@ absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& t
   absl::MutexLock lock(&mu_);
   mount_calls_.push_back(MountCall{source, target, fstype, flags, data});
   std::string what = absl::StrCat(source, " on ", target);
-  absl::Status fault = Enter(Op::kMount, what);
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kMount, what));
   auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake mount ", what)); };
 
   if (flags & MS_MOVE) return fail(EINVAL);
@@ -464,9 +458,7 @@ absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const s
 absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
   absl::MutexLock lock(&mu_);
   unmount_calls_.push_back(UnmountCall{target, flags});
-  absl::Status fault = Enter(Op::kUnmount, target);
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kUnmount, target));
   auto fail = [&](int err) {
     return ErrnoError(err, absl::StrCat("fake umount ", target, " (flags ", flags, ")"));
   };
@@ -489,9 +481,7 @@ absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
 
 absl::StatusOr<FsStats> FakeSyscalls::Statfs(const std::string& path) {
   absl::MutexLock lock(&mu_);
-  absl::Status fault = Enter(Op::kStatfs, path);
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kStatfs, path));
   Step at;
   int err = Resolve(path, true, &at);
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
@@ -501,9 +491,7 @@ absl::StatusOr<FsStats> FakeSyscalls::Statfs(const std::string& path) {
 
 absl::StatusOr<FileInfo> FakeSyscalls::Stat(const std::string& path) {
   absl::MutexLock lock(&mu_);
-  absl::Status fault = Enter(Op::kStat, path);
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kStat, path));
   Step at;
   int err = Resolve(path, false, &at);
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
@@ -513,9 +501,7 @@ absl::StatusOr<FileInfo> FakeSyscalls::Stat(const std::string& path) {
 
 absl::Status FakeSyscalls::Mkdir(const std::string& path, uint32_t mode) {
   absl::MutexLock lock(&mu_);
-  absl::Status fault = Enter(Op::kMkdir, path);
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kMkdir, path));
   Node node;
   node.type = Node::kDir;
   node.mode = mode & 07777;
@@ -526,9 +512,7 @@ absl::Status FakeSyscalls::Mkdir(const std::string& path, uint32_t mode) {
 
 absl::Status FakeSyscalls::Rmdir(const std::string& path) {
   absl::MutexLock lock(&mu_);
-  absl::Status fault = Enter(Op::kRmdir, path);
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kRmdir, path));
   auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake rmdir ", path)); };
   Step parent;
   std::string name;
@@ -554,14 +538,14 @@ absl::Status FakeSyscalls::Rmdir(const std::string& path) {
   }
   if (m.flags & MS_RDONLY) return fail(EROFS);
   m.fs->nodes.erase(it);
+  Notify(parent.abs, {DirEvent::Kind::kRemoved, name});
+  Notify(JoinPath(parent.abs, name), {DirEvent::Kind::kDirectoryGone, ""});
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
   absl::MutexLock lock(&mu_);
-  absl::Status fault = Enter(Op::kReadMountInfo, "");
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kReadMountInfo, ""));
   std::string out;
   for (const auto& m : mounts_) {
     std::vector<std::string> opts = {(m->flags & MS_RDONLY) ? "ro" : "rw"};
@@ -584,9 +568,7 @@ absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
 absl::StatusOr<std::string> FakeSyscalls::ResolveBeneath(const std::string& root,
                                                          const std::string& relative) {
   absl::MutexLock lock(&mu_);
-  absl::Status fault = Enter(Op::kResolveBeneath, absl::StrCat(root, " ", relative));
-  Leave();
-  if (!fault.ok()) return fault;
+  RETURN_IF_ERROR(Fault(Op::kResolveBeneath, absl::StrCat(root, " ", relative)));
   std::string context = absl::StrCat("fake resolve \"", relative, "\" beneath ", root);
   if (relative.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": contains NUL"));
@@ -605,6 +587,283 @@ absl::StatusOr<std::string> FakeSyscalls::ResolveBeneath(const std::string& root
   }
   if (err != 0) return ErrnoError(err, context);
   return stack.back().abs;
+}
+
+// --- Trees and paths strictly beneath a root -----------------------------------
+
+int FakeSyscalls::AddBeneath(const std::string& root, const std::string& relative,
+                             const Node& node) {
+  Step parent;
+  std::string name;
+  int err = ResolveStrict(root, relative, true, &parent, &name);
+  return err != 0 ? err : AddNode(JoinPath(parent.abs, name), node, false);
+}
+
+FakeSyscalls::Node* FakeSyscalls::MutableNodeAt(const Step& step) {
+  auto& nodes = mounts_[step.mount]->fs->nodes;
+  auto it = nodes.find(step.fs_path);
+  return it == nodes.end() ? nullptr : &it->second;
+}
+
+int FakeSyscalls::ResolveStrict(const std::string& root, const std::string& relative,
+                                bool parent_only, Step* out, std::string* name) const {
+  if (relative.empty() || relative[0] == '/' || relative.find('\0') != std::string::npos ||
+      CleanPath(relative) != relative || relative == ".") {
+    return EINVAL;
+  }
+  std::vector<Step> stack = {RootStep()};
+  int err = Walk(stack, Absolute(root), true, 1, false);
+  if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
+  if (err == 0 && NodeAt(stack.back())->type != Node::kDir) err = ENOTDIR;
+  if (err != 0) return err;
+  std::string walk = relative;
+  if (parent_only) {
+    size_t slash = relative.rfind('/');
+    *name = slash == std::string::npos ? relative : relative.substr(slash + 1);
+    if (*name == "..") return EXDEV;
+    walk = slash == std::string::npos ? "" : relative.substr(0, slash);
+  }
+  err = Walk(stack, walk, false, stack.size(), true, true);
+  if (err != 0) return err;
+  const MountRec& m = *mounts_[stack.back().mount];
+  if (m.broken != 0) return m.broken;
+  const Node* node = NodeAt(stack.back());
+  if (node == nullptr) return ENOENT;
+  if (parent_only && node->type != Node::kDir) return ENOTDIR;
+  *out = stack.back();
+  return 0;
+}
+
+namespace {
+
+absl::Status StrictError(int err, const std::string& op, const std::string& root,
+                         const std::string& relative) {
+  std::string what = absl::StrCat("fake ", op, " ", root, "/", relative);
+  if (err == EXDEV || err == ELOOP || err == EINVAL) {
+    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
+                              absl::StrCat(what, ": not strictly beneath ", root));
+  }
+  return ErrnoError(err, what);
+}
+
+}  // namespace
+
+absl::Status FakeSyscalls::WalkTree(const std::string& root, const TreeLimits& limits,
+                                    const TreeVisitor& visit) {
+  struct Item {
+    TreeEntry entry;
+    std::string fs_path;
+  };
+  std::vector<Item> items;
+  std::shared_ptr<Fs> fs;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(Fault(Op::kWalkTree, root));
+    auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake walk ", root)); };
+    Step at;
+    int err = Resolve(root, false, &at);
+    if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
+    // Like open(O_DIRECTORY | O_NOFOLLOW): a symlink is no directory.
+    if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
+    if (err != 0) return fail(err);
+    const MountRec& m = *mounts_[at.mount];
+    fs = m.fs;
+    // Mount points below the root hide what is beneath them.
+    std::vector<std::string> hidden;
+    for (const auto& other : mounts_) {
+      if (other->parent_id == m.id && IsPathBeneath(at.abs, other->mount_point)) {
+        hidden.push_back(other->mount_point);
+      }
+    }
+    const std::string prefix = at.fs_path == "/" ? "/" : at.fs_path + "/";
+    for (auto it = fs->nodes.lower_bound(at.fs_path); it != fs->nodes.end(); ++it) {
+      const bool is_root = it->first == at.fs_path;
+      if (!is_root && !absl::StartsWith(it->first, prefix)) {
+        if (it->first > prefix) break;
+        continue;
+      }
+      Item item;
+      item.fs_path = it->first;
+      item.entry.path = is_root ? "" : it->first.substr(prefix.size());
+      std::string abs = item.entry.path.empty() ? at.abs : JoinPath(at.abs, item.entry.path);
+      bool skip = false;
+      for (const std::string& h : hidden) skip = skip || IsPathBeneath(h, abs);
+      if (skip) continue;
+      const Node& node = it->second;
+      item.entry.depth =
+          is_root
+              ? 0
+              : static_cast<int>(std::count(item.entry.path.begin(), item.entry.path.end(), '/')) +
+                    1;
+      FileInfo info = InfoAt(at, node);
+      item.entry.mode = info.mode;
+      item.entry.uid = node.uid;
+      item.entry.gid = node.gid;
+      item.entry.nlink = node.type == Node::kDir ? 2 : 1;
+      item.entry.dev = info.dev;
+      item.entry.ino = node.ino;
+      item.entry.blocks = node.type == Node::kDir ? 8 : (node.content.size() + 4095) / 4096 * 8;
+      if (limits.max_entries != 0 && items.size() >= limits.max_entries) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("fake walk of ", root, " stopped after ", limits.max_entries, " entries"));
+      }
+      if (node.type == Node::kDir && item.entry.depth > limits.max_depth) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("fake walk of ", root, " is deeper than ", limits.max_depth, " levels"));
+      }
+      items.push_back(std::move(item));
+    }
+  }
+  for (const Item& item : items) {
+    absl::StatusOr<EntryChange> change = visit(item.entry);
+    if (!change.ok()) return change.status();
+    absl::MutexLock lock(&mu_);
+    auto it = fs->nodes.find(item.fs_path);
+    if (it == fs->nodes.end()) continue;  // removed meanwhile
+    if (change->gid.has_value()) it->second.gid = *change->gid;
+    if (change->mode.has_value() && it->second.type != Node::kSymlink) {
+      it->second.mode = *change->mode & 07777;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::MkdirBeneath(const std::string& root, const std::string& relative,
+                                        uint32_t mode) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kMkdirBeneath, absl::StrCat(root, "/", relative)));
+  Node node;
+  node.type = Node::kDir;
+  node.mode = mode & 07777;
+  int err = AddBeneath(root, relative, node);
+  if (err != 0) return StrictError(err, "mkdir", root, relative);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FileInfo> FakeSyscalls::StatBeneath(const std::string& root,
+                                                   const std::string& relative) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kStatBeneath, absl::StrCat(root, "/", relative)));
+  Step at;
+  int err = ResolveStrict(root, relative, false, &at, nullptr);
+  if (err != 0) return StrictError(err, "statx", root, relative);
+  return InfoAt(at, *NodeAt(at));
+}
+
+absl::StatusOr<std::string> FakeSyscalls::ReadFileBeneath(const std::string& root,
+                                                          const std::string& relative,
+                                                          size_t max_bytes) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kReadFileBeneath, absl::StrCat(root, "/", relative)));
+  Step at;
+  int err = ResolveStrict(root, relative, false, &at, nullptr);
+  if (err == 0 && NodeAt(at)->type != Node::kFile) err = EISDIR;
+  if (err != 0) return StrictError(err, "read", root, relative);
+  return NodeAt(at)->content.substr(0, max_bytes);
+}
+
+absl::Status FakeSyscalls::CreateFileBeneath(const std::string& root, const std::string& relative,
+                                             const std::string& content, uint32_t mode) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kCreateFileBeneath, absl::StrCat(root, "/", relative)));
+  Node node;
+  node.type = Node::kFile;
+  node.mode = mode & 07777;
+  node.content = content;
+  int err = AddBeneath(root, relative, node);
+  if (err != 0) return StrictError(err, "create", root, relative);
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::SetOwnerBeneath(const std::string& root, const std::string& relative,
+                                           std::optional<uint32_t> uid, std::optional<uint32_t> gid,
+                                           uint32_t mode) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kSetOwnerBeneath, absl::StrCat(root, "/", relative)));
+  Step at;
+  int err = ResolveStrict(root, relative, false, &at, nullptr);
+  if (err == 0 && (mounts_[at.mount]->flags & MS_RDONLY)) err = EROFS;
+  if (err != 0) return StrictError(err, "chown", root, relative);
+  Node* node = MutableNodeAt(at);
+  if (uid.has_value()) node->uid = *uid;
+  if (gid.has_value()) node->gid = *gid;
+  node->mode = mode & 07777;
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::RemoveTreeBeneath(const std::string& root, const std::string& relative,
+                                             int max_depth) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kRemoveTreeBeneath, absl::StrCat(root, "/", relative)));
+  Step at;
+  int err = ResolveStrict(root, relative, false, &at, nullptr);
+  if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
+  if (err == 0 && (mounts_[at.mount]->flags & MS_RDONLY)) err = EROFS;
+  if (err != 0) return StrictError(err, "remove tree", root, relative);
+  MountRec& m = *mounts_[at.mount];
+  for (const auto& other : mounts_) {
+    if (other->parent_id == m.id && IsPathBeneath(at.abs, other->mount_point)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "fake remove tree ", root, "/", relative, ": ", other->mount_point, " is another mount"));
+    }
+  }
+  const std::string prefix = at.fs_path + "/";
+  auto first = m.fs->nodes.lower_bound(prefix);
+  auto last = first;
+  while (last != m.fs->nodes.end() && absl::StartsWith(last->first, prefix)) {
+    if (std::count(last->first.begin() + prefix.size(), last->first.end(), '/') >= max_depth) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("fake remove tree ", root, "/", relative, ": deeper than ", max_depth));
+    }
+    ++last;
+  }
+  m.fs->nodes.erase(first, last);
+  m.fs->nodes.erase(at.fs_path);
+  size_t slash = at.abs.rfind('/');
+  Notify(slash == 0 ? "/" : at.abs.substr(0, slash),
+         {DirEvent::Kind::kRemoved, at.abs.substr(slash + 1)});
+  std::vector<std::string> gone;
+  for (const auto& [dir, events] : watches_) {
+    if (IsPathBeneath(at.abs, dir)) gone.push_back(dir);
+  }
+  for (const std::string& dir : gone) Notify(dir, {DirEvent::Kind::kDirectoryGone, ""});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FakeSyscalls::ListDir(const std::string& dir) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kListDir, dir));
+  Step at;
+  int err = Resolve(dir, true, &at);
+  if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
+  if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake opendir ", dir));
+  // Mounts on entries do not hide the names.
+  const auto& nodes = mounts_[at.mount]->fs->nodes;
+  const std::string prefix = at.fs_path == "/" ? "/" : at.fs_path + "/";
+  std::vector<std::string> names;
+  for (auto it = nodes.lower_bound(prefix); it != nodes.end(); ++it) {
+    if (!absl::StartsWith(it->first, prefix)) break;
+    absl::string_view rest = absl::string_view(it->first).substr(prefix.size());
+    if (!rest.empty() && rest.find('/') == absl::string_view::npos) names.emplace_back(rest);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::StatusOr<std::unique_ptr<DirWatch>> FakeSyscalls::WatchDir(const std::string& dir) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Fault(Op::kWatchDir, dir));
+  Step at;
+  int err = Resolve(dir, true, &at);
+  if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
+  if (err != 0) {
+    return ErrnoErrorWithCode(absl::StatusCode::kFailedPrecondition, err,
+                              absl::StrCat("fake watch ", dir));
+  }
+  auto events = std::make_shared<FakeDirEvents>();
+  watches_.emplace_back(at.abs, events);
+  return std::unique_ptr<DirWatch>(new FakeDirWatch(events));
 }
 
 // --- Set-up and inspection ----------------------------------------------------
@@ -628,7 +887,8 @@ absl::Status FakeSyscalls::AddDir(const std::string& path, uint32_t mode, uint32
   return absl::OkStatus();
 }
 
-absl::Status FakeSyscalls::AddFile(const std::string& path, uint32_t mode) {
+absl::Status FakeSyscalls::AddFile(const std::string& path, uint32_t mode,
+                                   const std::string& content) {
   std::string abs = Absolute(path);
   absl::Status parent = AddDir(ParentPath(abs));
   if (!parent.ok()) return parent;
@@ -636,6 +896,7 @@ absl::Status FakeSyscalls::AddFile(const std::string& path, uint32_t mode) {
   Node node;
   node.type = Node::kFile;
   node.mode = mode & 07777;
+  node.content = content;
   int err = AddNode(abs, node, false);
   if (err != 0) return ErrnoError(err, absl::StrCat("fake add file ", abs));
   return absl::OkStatus();
@@ -662,6 +923,15 @@ absl::StatusOr<FileInfo> FakeSyscalls::Peek(const std::string& path) const {
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
   if (err != 0) return ErrnoError(err, absl::StrCat("fake peek ", path));
   return InfoAt(at, *NodeAt(at));
+}
+
+absl::StatusOr<std::string> FakeSyscalls::PeekContent(const std::string& path) const {
+  absl::MutexLock lock(&mu_);
+  Step at;
+  int err = Resolve(path, true, &at);
+  if (err == 0 && NodeAt(at)->type != Node::kFile) err = EISDIR;
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake peek content ", path));
+  return NodeAt(at)->content;
 }
 
 absl::Status FakeSyscalls::BreakMount(const std::string& target, int err) {

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "pkg/volume/fake_dir_watch.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
@@ -81,12 +82,40 @@ class FakeSyscalls : public Syscalls {
   // ResolveBeneath, then BindMountWithFlags (so also needs SetAtomicBinds).
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override;
+  // Visits a snapshot of the tree taken at the call; the visitor runs
+  // without the fake's lock (it may call the fake), and each change is
+  // applied right after its entry was visited, if the entry is still there.
+  // Files take 8 blocks per 4 KiB (or part) of content, directories 8.
+  absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
+                        const TreeVisitor& visit) override;
+  absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
+                            uint32_t mode) override;
+  absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
+                                       const std::string& relative) override;
+  absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
+                                              size_t max_bytes) override;
+  absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
+                                 const std::string& content, uint32_t mode) override;
+  absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
+                               std::optional<uint32_t> uid, std::optional<uint32_t> gid,
+                               uint32_t mode) override;
+  // Removes nothing when a mount lies below (FAILED_PRECONDITION).
+  absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
+                                 int max_depth) override;
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
+  // Reports entries this fake adds to or removes from `dir` (the set-up
+  // calls too), as the path resolved now; kDirectoryGone when `dir` itself is
+  // removed.
+  absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override;
 
   // Set-up of the tree. Missing parents are created as directories (0755).
   // AddDir accepts an existing directory.
   absl::Status AddDir(const std::string& path, uint32_t mode = 0755, uint32_t uid = 0,
                       uint32_t gid = 0);
-  absl::Status AddFile(const std::string& path, uint32_t mode = 0644);
+  absl::Status AddFile(const std::string& path, uint32_t mode = 0644,
+                       const std::string& content = "");
+  // The content of a regular file, without counting or faults.
+  absl::StatusOr<std::string> PeekContent(const std::string& path) const;
   absl::Status AddSymlink(const std::string& path, const std::string& target);
   // Stat without counting or faults.
   absl::StatusOr<FileInfo> Peek(const std::string& path) const;
@@ -124,16 +153,26 @@ class FakeSyscalls : public Syscalls {
   struct MountRec;
   struct Step;
 
-  // Counts the call, applies FailNext and Hang. Called with mu_ held.
-  absl::Status Enter(Op op, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Leave() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts the call, applies FailNext and Hang (a hung call counts as in
+  // flight). Called with mu_ held.
+  absl::Status Fault(Op op, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Path walking; these return 0 or an errno.
   size_t TopOf(size_t index, const std::string& abs) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int ChildMount(size_t parent, const std::string& abs) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Step RootStep() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // `beneath`: ".." and absolute symlinks may not climb above `floor`
+  // (EXDEV); `strict`: no symlink at all (ELOOP) and no other mount (EXDEV).
   int Walk(std::vector<Step>& stack, const std::string& path, bool follow_last, size_t floor,
-           bool beneath) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+           bool beneath, bool strict = false) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // `relative` resolved strictly beneath the directory `root` (the *Beneath
+  // calls); `parent_only` resolves all but the last component and names it.
+  int ResolveStrict(const std::string& root, const std::string& relative, bool parent_only,
+                    Step* out, std::string* name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  Node* MutableNodeAt(const Step& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds `node` at `relative`, resolved strictly beneath `root`; an errno.
+  int AddBeneath(const std::string& root, const std::string& relative, const Node& node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int Resolve(const std::string& path, bool follow_last, Step* out) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Resolves the parent of `path` and names the last component.
@@ -145,6 +184,8 @@ class FakeSyscalls : public Syscalls {
   int AddNode(const std::string& path, const Node& node, bool ok_if_dir)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveTree(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the watches of the directory `dir` (an absolute path).
+  void Notify(const std::string& dir, DirEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<MountRec>> mounts_ ABSL_GUARDED_BY(mu_);  // creation order
@@ -162,6 +203,7 @@ class FakeSyscalls : public Syscalls {
   std::array<int, kNumSyscallOps> waiting_ ABSL_GUARDED_BY(mu_) = {};
   std::vector<MountCall> mount_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<UnmountCall> unmount_calls_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::weak_ptr<FakeDirEvents>>> watches_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };

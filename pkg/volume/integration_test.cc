@@ -16,11 +16,12 @@
 #include "gtest/gtest.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/linux_syscalls.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/metrics.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/mounter.h"
 #include "pkg/volume/ownership.h"
+#include "pkg/volume/syscalls_wrapper.h"
 #include "pkg/volume/test_dir.h"
 
 namespace lustre_csi::volume {
@@ -222,37 +223,16 @@ TEST_F(IntegrationTest, BindMounterReadOnlyAndHardened) {
 }
 
 // Passes everything to the real system calls and records each mount(2).
-class RecordingSyscalls : public Syscalls {
+class RecordingSyscalls : public SyscallsWrapper {
  public:
-  explicit RecordingSyscalls(Syscalls* real) : real_(real) {}
+  explicit RecordingSyscalls(Syscalls* real) : SyscallsWrapper(real) {}
   absl::Status Mount(const std::string& source, const std::string& target,
                      const std::string& fstype, unsigned long flags,
                      const std::string& data) override {
     mount_flags.push_back(flags);
-    return real_->Mount(source, target, fstype, flags, data);
-  }
-  absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
-                                  bool recursive, unsigned long flags) override {
-    return real_->BindMountWithFlags(source, target, recursive, flags);
-  }
-  absl::Status Unmount(const std::string& target, int flags) override {
-    return real_->Unmount(target, flags);
-  }
-  absl::StatusOr<FsStats> Statfs(const std::string& path) override { return real_->Statfs(path); }
-  absl::StatusOr<FileInfo> Stat(const std::string& path) override { return real_->Stat(path); }
-  absl::Status Mkdir(const std::string& path, uint32_t mode) override {
-    return real_->Mkdir(path, mode);
-  }
-  absl::Status Rmdir(const std::string& path) override { return real_->Rmdir(path); }
-  absl::StatusOr<std::string> ReadMountInfo() override { return real_->ReadMountInfo(); }
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                             const std::string& relative) override {
-    return real_->ResolveBeneath(root, relative);
+    return SyscallsWrapper::Mount(source, target, fstype, flags, data);
   }
   std::vector<unsigned long> mount_flags;
-
- private:
-  Syscalls* real_;
 };
 
 // Regression: a read-only bind was a read-write bind plus a remount, so a
@@ -335,23 +315,6 @@ TEST_F(IntegrationTest, BindBeneathStaysInsideAndJoinsNoPeerGroup) {
   ASSERT_TRUE(CleanupMountPoint(*sys_, root).ok());
 }
 
-TEST_F(IntegrationTest, ExecMounterRunsTheRealMount) {
-  if (access("/bin/mount", X_OK) != 0) GTEST_SKIP() << "no /bin/mount";
-  std::string t = Dir("exec");
-  auto mounter = NewExecMounter("/bin/mount", absl::Seconds(60), sys_.get());
-  absl::Status s = mounter->Mount("exec-src", t, "tmpfs", {"size=1m", "mode=0750"});
-  ASSERT_TRUE(s.ok()) << s;
-  EXPECT_TRUE(*checker_.IsMountPoint(t));
-  absl::StatusOr<VolumeMetrics> m = NewStatfsMetrics(sys_.get(), t)->GetMetrics();
-  ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->capacity_bytes, 1024 * 1024);
-  absl::Status bad = mounter->Mount("x", Dir("exec2"), "no-such-fs-type", {});
-  EXPECT_EQ(bad.code(), absl::StatusCode::kInternal);
-  EXPECT_TRUE(absl::StrContains(bad.message(), "exit status")) << bad;
-  ASSERT_TRUE(mounter->Unmount(t).ok());
-  EXPECT_FALSE(*checker_.IsMountPoint(t));
-}
-
 TEST_F(IntegrationTest, WalksStayOnTheirMount) {
   std::string vol = Dir("vol");
   WriteFile(vol + "/small", std::string(8192, 's'));
@@ -369,7 +332,7 @@ TEST_F(IntegrationTest, WalksStayOnTheirMount) {
     ASSERT_TRUE(CleanupMountPoint(*sys_, vol + "/m").ok());
     GTEST_SKIP() << "group 4242 is not mapped in this user namespace";
   }
-  ASSERT_TRUE(SetVolumeOwnership(vol, 4242, false, FsGroupChangePolicy::kAlways).ok());
+  ASSERT_TRUE(SetVolumeOwnership(*sys_, vol, 4242, false, FsGroupChangePolicy::kAlways).ok());
   struct stat st;
   ASSERT_EQ(lstat((vol + "/small").c_str(), &st), 0);
   EXPECT_EQ(st.st_gid, 4242u);

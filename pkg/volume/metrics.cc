@@ -1,14 +1,11 @@
 #include "pkg/volume/metrics.h"
 
-#include <sys/stat.h>
-
 #include <set>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "pkg/volume/dir_walk.h"
 #include "pkg/volume/errno_status.h"
 
 namespace lustre_csi::volume {
@@ -82,17 +79,17 @@ class DuMetrics : public MetricsProvider {
     std::set<std::pair<uint64_t, uint64_t>> linked;  // (dev, ino) of multiply linked files
     uint64_t blocks = 0;
     int64_t inodes = 0;
-    WalkOptions walk;
-    walk.max_entries = opts_.max_entries;
-    walk.max_depth = opts_.max_depth;
-    absl::Status s = WalkTree(path_, walk, [&](const WalkEntry& e) {
-      if (!S_ISDIR(e.st.mode) && e.st.nlink > 1 && !linked.insert({e.st.dev, e.st.ino}).second) {
-        return absl::OkStatus();
-      }
-      blocks += e.st.blocks;
-      ++inodes;
-      return absl::OkStatus();
-    });
+    TreeLimits limits;
+    limits.max_entries = opts_.max_entries;
+    limits.max_depth = opts_.max_depth;
+    absl::Status s =
+        sys_->WalkTree(path_, limits, [&](const TreeEntry& e) -> absl::StatusOr<EntryChange> {
+          if (IsDirectoryMode(e.mode) || e.nlink <= 1 || linked.insert({e.dev, e.ino}).second) {
+            blocks += e.blocks;
+            ++inodes;
+          }
+          return EntryChange{};
+        });
     if (!s.ok()) return MetricsError(MetricsErrorKind::kFsInfoFailed, s);
     m.used_bytes = Clamp(blocks * 512);
     m.inodes_used = inodes;

@@ -1,7 +1,5 @@
 #include "pkg/volume/mount_table.h"
 
-#include <sys/stat.h>
-
 #include <cstdint>
 
 #include "absl/strings/escaping.h"
@@ -110,7 +108,7 @@ absl::StatusOr<bool> MountChecker::IsMountPoint(const std::string& path) {
 }
 
 absl::StatusOr<bool> MountChecker::IsMountPoint(const std::string& path, const FileInfo& info) {
-  if (S_ISLNK(info.mode)) return false;
+  if (IsSymlinkMode(info.mode)) return false;
   if (info.has_mount_root) return info.mount_root;
   std::string clean = CleanPath(path);
   if (clean == "/") return true;

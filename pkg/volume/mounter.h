@@ -12,16 +12,8 @@
 // are accepted and change nothing, "rbind" binds recursively; anything else is
 // INVALID_ARGUMENT.
 //
-// NewExecMounter runs `<mount_binary> -t <fstype> -o <opt,opt> <source>
-// <target>` with posix_spawn (no shell; -t and -o left out when empty),
-// captures its output into the error, and kills it (its whole process group)
-// when it runs longer than the timeout: DEADLINE_EXCEEDED. A non-zero exit is
-// INTERNAL with the exit status and output. Unmount goes through `sys` when
-// given (umount2, no process), otherwise runs the `umount` next to the
-// mount binary the same way.
-//
-// Mounters do not own the Syscalls, which must outlive them. Both are
-// stateless and thread-safe.
+// Mounters do not own the Syscalls, which must outlive them. Stateless and
+// thread-safe. (Mounts made with a helper program go through MountNamespace::Run.)
 #ifndef LUSTRE_CSI_PKG_VOLUME_MOUNTER_H_
 #define LUSTRE_CSI_PKG_VOLUME_MOUNTER_H_
 
@@ -63,15 +55,6 @@ struct BindOptions {
 };
 // INVALID_ARGUMENT naming the first option that is not a bind option.
 absl::StatusOr<BindOptions> ParseBindOptions(const std::vector<std::string>& options);
-
-std::unique_ptr<Mounter> NewExecMounter(std::string mount_binary, absl::Duration timeout,
-                                        Syscalls* sys = nullptr);
-
-// Runs `argv` (argv[0] an absolute path) with posix_spawn in its own process
-// group, stdin from /dev/null, stdout and stderr captured (the first 64 KiB).
-// OK on exit status 0; DEADLINE_EXCEEDED (after killing the process group)
-// on timeout; INTERNAL naming the status and the output otherwise.
-absl::Status RunCommand(const std::vector<std::string>& argv, absl::Duration timeout);
 
 }  // namespace lustre_csi::volume
 

@@ -20,6 +20,7 @@
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/fake_syscalls.h"
 #include "pkg/volume/mount_table.h"
+#include "pkg/volume/syscalls_wrapper.h"
 #include "pkg/volume/test_dir.h"
 
 namespace lustre_csi::volume {
@@ -104,32 +105,15 @@ TEST_F(BindMounterTest, BindFailureStopsBeforeRemount) {
 }
 
 // Fails every remount, passes everything else to the fake.
-class FailRemount : public Syscalls {
+class FailRemount : public SyscallsWrapper {
  public:
-  explicit FailRemount(FakeSyscalls* fake) : fake_(fake) {}
+  explicit FailRemount(FakeSyscalls* fake) : SyscallsWrapper(fake) {}
   absl::Status Mount(const std::string& source, const std::string& target,
                      const std::string& fstype, unsigned long flags,
                      const std::string& data) override {
     if (flags & MS_REMOUNT) return ErrnoError(EPERM, "remount");
-    return fake_->Mount(source, target, fstype, flags, data);
+    return SyscallsWrapper::Mount(source, target, fstype, flags, data);
   }
-  absl::Status Unmount(const std::string& target, int flags) override {
-    return fake_->Unmount(target, flags);
-  }
-  absl::StatusOr<FsStats> Statfs(const std::string& path) override { return fake_->Statfs(path); }
-  absl::StatusOr<FileInfo> Stat(const std::string& path) override { return fake_->Stat(path); }
-  absl::Status Mkdir(const std::string& path, uint32_t mode) override {
-    return fake_->Mkdir(path, mode);
-  }
-  absl::Status Rmdir(const std::string& path) override { return fake_->Rmdir(path); }
-  absl::StatusOr<std::string> ReadMountInfo() override { return fake_->ReadMountInfo(); }
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                             const std::string& relative) override {
-    return fake_->ResolveBeneath(root, relative);
-  }
-
- private:
-  FakeSyscalls* fake_;
 };
 
 TEST_F(BindMounterTest, FailedRemountUndoesTheBind) {
@@ -187,123 +171,6 @@ TEST_F(BindMounterTest, KernelWithoutOneStepBindFallsBackToBindAndRemount) {
   absl::StatusOr<std::optional<MountEntry>> entry = MountChecker(&sys_).FindMountAt("/dst");
   ASSERT_TRUE(entry.ok() && entry->has_value());
   EXPECT_EQ((*entry)->options.substr(0, 2), "ro") << (*entry)->options;
-}
-
-// --- ExecMounter with a fake mount program --------------------------------------
-
-class ExecMounterTest : public testing::Test {
- protected:
-  // Writes an executable shell script `name` into the test directory.
-  std::string Script(const std::string& name, const std::string& body) {
-    std::string path = dir_.Sub(name);
-    WriteFile(path, "#!/bin/sh\n" + body);
-    EXPECT_EQ(chmod(path.c_str(), 0755), 0);
-    return path;
-  }
-  std::string Read(const std::string& name) {
-    std::ifstream in(dir_.Sub(name));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  std::string Recorder() {
-    return Script("mount", "printf '%s\\n' \"$@\" > \"$(dirname \"$0\")/argv\"\n");
-  }
-
-  TestDir dir_;
-};
-
-TEST_F(ExecMounterTest, PassesArgumentsWithoutAShell) {
-  auto m = NewExecMounter(Recorder(), absl::Seconds(30));
-  ASSERT_TRUE(m->Mount("10.0.0.1@tcp:/lustrefs", "/mnt/a b;$(x)", "lustre", {"ro", "flock"}).ok());
-  EXPECT_EQ(Read("argv"), "-t\nlustre\n-o\nro,flock\n10.0.0.1@tcp:/lustrefs\n/mnt/a b;$(x)\n");
-  ASSERT_TRUE(m->Mount("/src", "/dst", "", {}).ok());
-  EXPECT_EQ(Read("argv"), "/src\n/dst\n");
-}
-
-TEST_F(ExecMounterTest, FailureCarriesOutput) {
-  std::string mount =
-      Script("mount", "echo 'mount.lustre: mount x at /mnt failed: No such device' >&2\nexit 32\n");
-  absl::Status s = NewExecMounter(mount, absl::Seconds(30))->Mount("x", "/mnt", "lustre", {});
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_NE(s.message().find("exit status 32"), std::string::npos) << s;
-  EXPECT_NE(s.message().find("No such device"), std::string::npos) << s;
-}
-
-TEST_F(ExecMounterTest, KilledBySignal) {
-  std::string mount = Script("mount", "kill -9 $$\n");
-  absl::Status s = NewExecMounter(mount, absl::Seconds(30))->Mount("x", "/mnt", "", {});
-  EXPECT_NE(s.message().find("signal 9"), std::string::npos) << s;
-}
-
-bool Gone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.good()) return true;
-  std::string line;
-  std::getline(stat, line);
-  size_t paren = line.rfind(')');
-  return paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z';
-}
-
-TEST_F(ExecMounterTest, HungMountIsKilledWithItsChildren) {
-  std::string mount = Script("mount",
-                             "d=$(dirname \"$0\")\n"
-                             "sleep 600 &\n"
-                             "echo $! > \"$d/child.tmp\" && mv \"$d/child.tmp\" \"$d/child\"\n"
-                             "wait\n");
-  absl::Status s = NewExecMounter(mount, absl::Milliseconds(500))->Mount("x", "/mnt", "lustre", {});
-  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
-  std::string child = std::string(absl::StripAsciiWhitespace(Read("child")));
-  pid_t pid = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(child, &pid)) << child;
-  // SIGKILL has been sent to the process group; the orphan is reaped by init.
-  bool gone = false;
-  for (int i = 0; i < 1000 && !(gone = Gone(pid)); ++i) absl::SleepFor(absl::Milliseconds(10));
-  EXPECT_TRUE(gone) << "sleep " << pid << " survived";
-}
-
-TEST_F(ExecMounterTest, BadArgumentsNeverRun) {
-  auto m = NewExecMounter(Recorder(), absl::Seconds(30));
-  for (const auto& [source, target] : std::vector<std::pair<std::string, std::string>>{
-           {"-oremount", "/mnt"}, {"x", "--bind"}, {"", "/mnt"}, {"x", ""}}) {
-    EXPECT_EQ(m->Mount(source, target, "lustre", {}).code(), absl::StatusCode::kInvalidArgument);
-  }
-  EXPECT_EQ(m->Mount("x", "/mnt", "-x", {}).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m->Mount("x", "/mnt", "t", {""}).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m->Mount("x", "/mnt", "t", {std::string("a\0b", 3)}).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Read("argv"), "");
-}
-
-TEST_F(ExecMounterTest, MissingBinary) {
-  absl::Status s = NewExecMounter(dir_.Sub("nope"), absl::Seconds(5))->Mount("x", "/m", "", {});
-  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
-  EXPECT_EQ(NewExecMounter("relative/mount", absl::Seconds(5))->Mount("x", "/m", "", {}).code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
-TEST_F(ExecMounterTest, UnmountRunsUmountOrUsesTheSeam) {
-  std::string mount = Recorder();
-  Script("umount", "printf '%s\\n' \"$@\" > \"$(dirname \"$0\")/umount-argv\"\n");
-  ASSERT_TRUE(NewExecMounter(mount, absl::Seconds(30))->Unmount("/mnt/x").ok());
-  EXPECT_EQ(Read("umount-argv"), "/mnt/x\n");
-
-  FakeSyscalls sys;
-  ASSERT_TRUE(sys.AddDir("/m").ok());
-  ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
-  ASSERT_TRUE(NewExecMounter(mount, absl::Seconds(30), &sys)->Unmount("/m").ok());
-  EXPECT_EQ(sys.MountCount(), 0);
-}
-
-TEST(RunCommandTest, NoTimeout) {
-  EXPECT_TRUE(RunCommand({"/bin/sh", "-c", "exit 0"}, absl::InfiniteDuration()).ok());
-}
-
-TEST(RunCommandTest, LargeOutputIsBounded) {
-  absl::Status s =
-      RunCommand({"/bin/sh", "-c", "yes 0123456789 | head -c 1000000; exit 3"}, absl::Seconds(30));
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_LT(s.message().size(), 70 * 1024u);
 }
 
 }  // namespace

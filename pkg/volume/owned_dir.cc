@@ -1,18 +1,12 @@
 #include "pkg/volume/owned_dir.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <utility>
 #include <vector>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "pkg/base/status_macros.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/openat2.h"
-#include "pkg/volume/remove_tree.h"
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::volume {
@@ -54,138 +48,83 @@ absl::StatusOr<DirOwner> ParseMarker(const std::string& text) {
   return owner;
 }
 
-// Opens `relative` beneath the open `root_fd` as a directory.
-absl::StatusOr<int> OpenDir(int root_fd, const std::string& root, const std::string& relative) {
-  int fd =
-      OpenStrictlyBeneath(root_fd, CleanPath(relative).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    if (err == EXDEV || err == ELOOP) {
-      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                                absl::StrCat(root, "/", relative, " leaves ", root));
-    }
-    return ErrnoError(err, absl::StrCat("open ", root, "/", relative));
-  }
-  return fd;
-}
-
-absl::StatusOr<std::optional<DirOwner>> ReadMarker(int dir_fd) {
-  int fd = openat(dir_fd, kOwnerMarkerName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::optional<DirOwner>();
-    return ErrnoError(errno, "open owner marker");
-  }
-  std::string text(kMaxMarker, '\0');
-  ssize_t n = read(fd, text.data(), text.size());
-  close(fd);
-  if (n < 0) return ErrnoError(errno, "read owner marker");
-  text.resize(static_cast<size_t>(n));
-  absl::StatusOr<DirOwner> owner = ParseMarker(text);
-  if (!owner.ok()) return owner.status();
-  return std::optional<DirOwner>(*owner);
-}
-
-}  // namespace
-
-absl::Status CreateOwnedDir(const std::string& root, const std::string& relative,
-                            const OwnedDirOptions& options, const DirOwner& owner) {
-  if (absl::Status s = CheckRelative(root, relative); !s.ok()) return s;
-  int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));
-  absl::Cleanup close_root = [root_fd] { close(root_fd); };
-
-  // Walk down, creating missing parents; each step is opened beneath the
-  // previous one, so no symlink or mount can redirect the walk.
-  std::vector<std::string> parts = absl::StrSplit(CleanPath(relative), '/');
-  int dir_fd = dup(root_fd);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    bool last = i + 1 == parts.size();
-    bool created = false;
-    if (mkdirat(dir_fd, parts[i].c_str(), last ? 0700 : 0755) == 0) {
-      created = true;
-    } else if (errno != EEXIST) {
-      int err = errno;
-      close(dir_fd);
-      return ErrnoError(err, absl::StrCat("create ", root, "/", relative));
-    }
-    int next = OpenStrictlyBeneath(dir_fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int err = errno;
-    close(dir_fd);
-    if (next < 0) {
-      if (err == EXDEV || err == ELOOP || err == ENOTDIR) {
-        return ErrnoErrorWithCode(
-            absl::StatusCode::kInvalidArgument, err,
-            absl::StrCat(root, "/", relative, " leaves ", root, " or is not a directory"));
-      }
-      return ErrnoError(err, absl::StrCat("open ", root, "/", relative));
-    }
-    dir_fd = next;
-    if (last && !created) {
-      absl::StatusOr<std::optional<DirOwner>> existing = ReadMarker(dir_fd);
-      close(dir_fd);
-      if (!existing.ok()) return existing.status();
-      if (existing->has_value() && (*existing)->volume == owner.volume) {
-        const std::string& recorded = (*existing)->request;
-        if (recorded.empty() || owner.request.empty() || recorded == owner.request) {
-          return absl::OkStatus();
-        }
-        return absl::AlreadyExistsError(
-            absl::StrCat("volume ", owner.volume, " already exists (", root, "/", relative,
-                         ") and was created with other parameters or another capacity"));
-      }
-      return absl::AlreadyExistsError(absl::StrCat(
-          root, "/", relative, " already exists and was not created for volume ", owner.volume,
-          existing->has_value() ? absl::StrCat(" (it belongs to ", (*existing)->volume, ")")
-                                : " (no owner marker)"));
-    }
-  }
-  absl::Cleanup close_dir = [dir_fd] { close(dir_fd); };
-  // Owner first, then mode: chown clears setgid.
-  if (options.uid.has_value() || options.gid.has_value()) {
-    uid_t uid = options.uid.has_value() ? *options.uid : static_cast<uid_t>(-1);
-    gid_t gid = options.gid.has_value() ? *options.gid : static_cast<gid_t>(-1);
-    if (fchown(dir_fd, uid, gid) != 0) return ErrnoError(errno, "set sub-dir owner");
-  }
-  if (fchmod(dir_fd, options.mode & 07777) != 0) return ErrnoError(errno, "set sub-dir mode");
-  int marker =
-      openat(dir_fd, kOwnerMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-  if (marker < 0) return ErrnoError(errno, "create owner marker");
-  std::string text = FormatMarker(owner);
-  ssize_t n = write(marker, text.data(), text.size());
-  int err = errno;
-  bool synced = fsync(marker) == 0;
-  close(marker);
-  if (n != static_cast<ssize_t>(text.size()) || !synced) {
-    return ErrnoError(n < 0 ? err : EIO, "write owner marker");
+// The owned directory `relative` beneath `root` as a directory: NOT_FOUND
+// when missing, INVALID_ARGUMENT when it is no directory or leaves `root`.
+absl::Status CheckDir(Syscalls& sys, const std::string& root, const std::string& relative) {
+  ASSIGN_OR_RETURN(FileInfo info, sys.StatBeneath(root, relative));
+  if (!IsDirectoryMode(info.mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(root, "/", relative, " is not a directory"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(const std::string& root,
-                                                     const std::string& relative) {
-  if (absl::Status s = CheckRelative(root, relative); !s.ok()) return s;
-  int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));
-  absl::Cleanup close_root = [root_fd] { close(root_fd); };
-  absl::StatusOr<int> dir = OpenDir(root_fd, root, relative);
-  if (!dir.ok()) return dir.status();
-  absl::StatusOr<std::optional<DirOwner>> owner = ReadMarker(*dir);
-  close(*dir);
-  return owner;
+absl::StatusOr<std::optional<DirOwner>> ReadMarker(Syscalls& sys, const std::string& root,
+                                                   const std::string& dir) {
+  absl::StatusOr<std::string> text =
+      sys.ReadFileBeneath(root, absl::StrCat(dir, "/", kOwnerMarkerName), kMaxMarker);
+  if (absl::IsNotFound(text.status())) return std::optional<DirOwner>();
+  if (!text.ok()) return Annotate(text.status(), "owner marker");
+  ASSIGN_OR_RETURN(DirOwner owner, ParseMarker(*text));
+  return std::optional<DirOwner>(std::move(owner));
 }
 
-absl::StatusOr<bool> ReleaseOwnedDir(const std::string& root, const std::string& relative,
-                                     const std::string& volume) {
-  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(root, relative);
-  if (!owner.ok()) {
-    if (owner.status().code() == absl::StatusCode::kNotFound) return false;
-    return owner.status();
+}  // namespace
+
+absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::string& relative,
+                            const OwnedDirOptions& options, const DirOwner& owner) {
+  RETURN_IF_ERROR(CheckRelative(root, relative));
+  // Walk down, creating missing parents; every step is resolved strictly
+  // beneath the root, so no symlink or mount can redirect the walk.
+  const std::string clean = CleanPath(relative);
+  std::vector<std::string> parts = absl::StrSplit(clean, '/');
+  std::string path;
+  bool created = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    bool last = i + 1 == parts.size();
+    path = path.empty() ? parts[i] : absl::StrCat(path, "/", parts[i]);
+    absl::Status made = sys.MkdirBeneath(root, path, last ? 0700 : 0755);
+    if (!made.ok() && !absl::IsAlreadyExists(made)) return made;
+    created = made.ok();
+    RETURN_IF_ERROR(CheckDir(sys, root, path));
   }
+  if (!created) {
+    ASSIGN_OR_RETURN(std::optional<DirOwner> existing, ReadMarker(sys, root, clean));
+    if (existing.has_value() && existing->volume == owner.volume) {
+      const std::string& recorded = existing->request;
+      if (recorded.empty() || owner.request.empty() || recorded == owner.request) {
+        return absl::OkStatus();
+      }
+      return absl::AlreadyExistsError(
+          absl::StrCat("volume ", owner.volume, " already exists (", root, "/", relative,
+                       ") and was created with other parameters or another capacity"));
+    }
+    return absl::AlreadyExistsError(absl::StrCat(
+        root, "/", relative, " already exists and was not created for volume ", owner.volume,
+        existing.has_value() ? absl::StrCat(" (it belongs to ", existing->volume, ")")
+                             : " (no owner marker)"));
+  }
+  RETURN_IF_ERROR(sys.SetOwnerBeneath(root, clean, options.uid, options.gid, options.mode & 07777));
+  return sys.CreateFileBeneath(root, absl::StrCat(clean, "/", kOwnerMarkerName),
+                               FormatMarker(owner), 0444);
+}
+
+absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(Syscalls& sys, const std::string& root,
+                                                     const std::string& relative) {
+  RETURN_IF_ERROR(CheckRelative(root, relative));
+  const std::string clean = CleanPath(relative);
+  RETURN_IF_ERROR(CheckDir(sys, root, clean));
+  return ReadMarker(sys, root, clean);
+}
+
+absl::StatusOr<bool> ReleaseOwnedDir(Syscalls& sys, const std::string& root,
+                                     const std::string& relative, const std::string& volume) {
+  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(sys, root, relative);
+  if (absl::IsNotFound(owner.status())) return false;
+  if (!owner.ok()) return owner.status();
   if (!owner->has_value() || (*owner)->volume != volume || !(*owner)->delete_on_release) {
     return false;
   }
-  absl::Status removed = RemoveTreeBeneath(root, relative);
-  if (!removed.ok()) return removed;
+  RETURN_IF_ERROR(sys.RemoveTreeBeneath(root, CleanPath(relative), kMaxOwnedDirDepth));
   return true;
 }
 

@@ -4,9 +4,9 @@
 // release (after any restart) deletes only what was created for that volume,
 // and never a directory without the marker.
 //
-// Works on the real file system beneath `root`, resolving with openat2
-// (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV). Stateless and
-// thread-safe.
+// Works through the Syscalls' *Beneath calls: every path is resolved
+// strictly beneath `root` (no "..", no symlink, no other mount). Stateless
+// and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_OWNED_DIR_H_
 #define LUSTRE_CSI_PKG_VOLUME_OWNED_DIR_H_
 
@@ -16,10 +16,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
 
 inline constexpr char kOwnerMarkerName[] = ".lustre-csi-volume";
+
+// Deeper owned trees are not removed (RESOURCE_EXHAUSTED).
+inline constexpr int kMaxOwnedDirDepth = 256;
 
 struct DirOwner {
   std::string volume;
@@ -41,20 +45,20 @@ struct OwnedDirOptions {
 // where either request is not recorded): OK. Exists otherwise (no marker,
 // another volume's, or the same volume's with another request):
 // ALREADY_EXISTS, nothing changed.
-absl::Status CreateOwnedDir(const std::string& root, const std::string& relative,
+absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::string& relative,
                             const OwnedDirOptions& options, const DirOwner& owner);
 
 // The owner recorded in `relative`, nullopt when there is no marker;
 // NOT_FOUND when the directory does not exist.
-absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(const std::string& root,
+absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(Syscalls& sys, const std::string& root,
                                                      const std::string& relative);
 
 // Releases `relative` for `volume`: removes the whole directory when its
 // marker names `volume` and says delete; keeps it otherwise (retain, no
 // marker, another owner). A missing directory is OK. Returns whether it was
 // removed.
-absl::StatusOr<bool> ReleaseOwnedDir(const std::string& root, const std::string& relative,
-                                     const std::string& volume);
+absl::StatusOr<bool> ReleaseOwnedDir(Syscalls& sys, const std::string& root,
+                                     const std::string& relative, const std::string& volume);
 
 }  // namespace lustre_csi::volume
 

@@ -1,100 +1,161 @@
+// The same cases on the real file system (LinuxSyscalls in a temporary
+// directory) and on the in-memory one (FakeSyscalls): the logic above the
+// seam and both implementations of the *Beneath calls must agree.
 #include "pkg/volume/owned_dir.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
+#include <memory>
+#include <string>
 
 #include "gtest/gtest.h"
+#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/test_dir.h"
 
 namespace lustre_csi::volume {
 namespace {
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return lstat(path.c_str(), &st) == 0;
-}
+class OwnedDirTest : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      sys_ = NewLinuxSyscalls();
+      root_ = dir_.path();
+    } else {
+      sys_ = std::make_unique<FakeSyscalls>();
+      root_ = "/fs";
+      ASSERT_TRUE(fake().AddDir(root_).ok());
+    }
+  }
 
-TEST(OwnedDirTest, CreateSetsModeOwnerAndMarker) {
-  TestDir dir;
+  FakeSyscalls& fake() { return *static_cast<FakeSyscalls*>(sys_.get()); }
+  std::string Sub(const std::string& rel) const { return root_ + "/" + rel; }
+  void AddDir(const std::string& rel) {
+    if (GetParam()) {
+      MakeDir(Sub(rel));
+    } else {
+      ASSERT_TRUE(fake().AddDir(Sub(rel)).ok());
+    }
+  }
+  void AddFile(const std::string& rel, const std::string& content) {
+    if (GetParam()) {
+      WriteFile(Sub(rel), content);
+    } else {
+      ASSERT_TRUE(fake().AddFile(Sub(rel), 0644, content).ok());
+    }
+  }
+  void AddSymlink(const std::string& target, const std::string& rel) {
+    if (GetParam()) {
+      MakeSymlink(target, Sub(rel));
+    } else {
+      ASSERT_TRUE(fake().AddSymlink(Sub(rel), target).ok());
+    }
+  }
+  bool Exists(const std::string& rel) { return sys_->Stat(Sub(rel)).ok(); }
+
+  TestDir dir_;
+  std::unique_ptr<Syscalls> sys_;
+  std::string root_;
+};
+
+TEST_P(OwnedDirTest, CreateSetsModeOwnerAndMarker) {
   OwnedDirOptions options;
   options.mode = 02770;
   options.uid = 1234;
   options.gid = 5678;
-  absl::Status created = CreateOwnedDir(dir.path(), "team/vol", options, {"pvc-1", true});
+  absl::Status created = CreateOwnedDir(*sys_, root_, "team/vol", options, {"pvc-1", true});
   ASSERT_TRUE(created.ok()) << created;
-  struct stat st;
-  ASSERT_EQ(stat(dir.Sub("team/vol").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 02770u);
-  EXPECT_EQ(st.st_uid, 1234u);
-  EXPECT_EQ(st.st_gid, 5678u);
-  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(dir.path(), "team/vol");
+  absl::StatusOr<FileInfo> info = sys_->Stat(Sub("team/vol"));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->mode & 07777, 02770u);
+  EXPECT_EQ(info->uid, 1234u);
+  EXPECT_EQ(info->gid, 5678u);
+  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(*sys_, root_, "team/vol");
   ASSERT_TRUE(owner.ok() && owner->has_value());
   EXPECT_EQ((*owner)->volume, "pvc-1");
   EXPECT_TRUE((*owner)->delete_on_release);
+  absl::StatusOr<std::string> marker =
+      sys_->ReadFileBeneath(root_, std::string("team/vol/") + kOwnerMarkerName, 4096);
+  ASSERT_TRUE(marker.ok()) << marker.status();
+  EXPECT_EQ(*marker, "volume=pvc-1\non-delete=delete\n");
+  EXPECT_EQ(sys_->Stat(Sub(std::string("team/vol/") + kOwnerMarkerName))->mode & 07777, 0444u);
 }
 
-TEST(OwnedDirTest, CreateIsIdempotentForTheSameVolumeOnly) {
-  TestDir dir;
-  ASSERT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", false}).ok());
-  EXPECT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", false}).ok());
-  EXPECT_EQ(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-2", false}).code(),
+TEST_P(OwnedDirTest, CreateIsIdempotentForTheSameVolumeOnly) {
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", false}).ok());
+  EXPECT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", false}).ok());
+  EXPECT_EQ(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-2", false}).code(),
             absl::StatusCode::kAlreadyExists);
-  MakeDir(dir.Sub("existing"));
-  WriteFile(dir.Sub("existing/data"), "user data");
-  EXPECT_EQ(CreateOwnedDir(dir.path(), "existing", {}, {"pvc-3", true}).code(),
+  AddDir("existing");
+  AddFile("existing/data", "user data");
+  EXPECT_EQ(CreateOwnedDir(*sys_, root_, "existing", {}, {"pvc-3", true}).code(),
             absl::StatusCode::kAlreadyExists);
-  EXPECT_FALSE(Exists(dir.Sub("existing/.lustre-csi-volume")));
+  EXPECT_FALSE(Exists("existing/.lustre-csi-volume"));
 }
 
-TEST(OwnedDirTest, TheRecordedRequestDecidesARepeatForTheSameVolume) {
-  TestDir dir;
-  ASSERT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, "request-a"}).ok());
-  EXPECT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, "request-a"}).ok());
-  absl::Status other = CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, "request-b"});
+TEST_P(OwnedDirTest, TheRecordedRequestDecidesARepeatForTheSameVolume) {
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", true, "request-a"}).ok());
+  EXPECT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", true, "request-a"}).ok());
+  absl::Status other = CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", true, "request-b"});
   EXPECT_EQ(other.code(), absl::StatusCode::kAlreadyExists) << other;
   // Where a request was not recorded (or is not given), it cannot decide.
-  EXPECT_TRUE(CreateOwnedDir(dir.path(), "vol", {}, {"pvc-1", true, ""}).ok());
-  ASSERT_TRUE(CreateOwnedDir(dir.path(), "old", {}, {"pvc-2", false}).ok());
-  EXPECT_TRUE(CreateOwnedDir(dir.path(), "old", {}, {"pvc-2", false, "request-c"}).ok());
+  EXPECT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", true, ""}).ok());
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "old", {}, {"pvc-2", false}).ok());
+  EXPECT_TRUE(CreateOwnedDir(*sys_, root_, "old", {}, {"pvc-2", false, "request-c"}).ok());
 
-  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(dir.path(), "vol");
+  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(*sys_, root_, "vol");
   ASSERT_TRUE(owner.ok() && owner->has_value()) << owner.status();
   EXPECT_EQ((*owner)->request, "request-a");
   EXPECT_TRUE((*owner)->delete_on_release);
 }
 
-TEST(OwnedDirTest, ReleaseDeletesOnlyWhatTheMarkerAllows) {
-  TestDir dir;
-  ASSERT_TRUE(CreateOwnedDir(dir.path(), "del", {}, {"pvc-1", true}).ok());
-  WriteFile(dir.Sub("del/data"), "x");
-  ASSERT_TRUE(CreateOwnedDir(dir.path(), "keep", {}, {"pvc-2", false}).ok());
-  MakeDir(dir.Sub("foreign"));
+TEST_P(OwnedDirTest, ReleaseDeletesOnlyWhatTheMarkerAllows) {
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "del", {}, {"pvc-1", true}).ok());
+  AddFile("del/data", "x");
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "keep", {}, {"pvc-2", false}).ok());
+  AddDir("foreign");
 
-  EXPECT_FALSE(*ReleaseOwnedDir(dir.path(), "del", "pvc-other"));  // not its owner
-  EXPECT_TRUE(Exists(dir.Sub("del/data")));
-  EXPECT_TRUE(*ReleaseOwnedDir(dir.path(), "del", "pvc-1"));
-  EXPECT_FALSE(Exists(dir.Sub("del")));
-  EXPECT_FALSE(*ReleaseOwnedDir(dir.path(), "keep", "pvc-2"));  // retain
-  EXPECT_TRUE(Exists(dir.Sub("keep")));
-  EXPECT_FALSE(*ReleaseOwnedDir(dir.path(), "foreign", "pvc-3"));  // no marker
-  EXPECT_TRUE(Exists(dir.Sub("foreign")));
-  EXPECT_FALSE(*ReleaseOwnedDir(dir.path(), "gone", "pvc-4"));  // missing: fine
+  EXPECT_FALSE(*ReleaseOwnedDir(*sys_, root_, "del", "pvc-other"));  // not its owner
+  EXPECT_TRUE(Exists("del/data"));
+  EXPECT_TRUE(*ReleaseOwnedDir(*sys_, root_, "del", "pvc-1"));
+  EXPECT_FALSE(Exists("del"));
+  EXPECT_FALSE(*ReleaseOwnedDir(*sys_, root_, "keep", "pvc-2"));  // retain
+  EXPECT_TRUE(Exists("keep"));
+  EXPECT_FALSE(*ReleaseOwnedDir(*sys_, root_, "foreign", "pvc-3"));  // no marker
+  EXPECT_TRUE(Exists("foreign"));
+  EXPECT_FALSE(*ReleaseOwnedDir(*sys_, root_, "gone", "pvc-4"));  // missing: fine
 }
 
-TEST(OwnedDirTest, SymlinksAndEscapesAreRefused) {
-  TestDir dir;
-  MakeDir(dir.Sub("fs"));
-  MakeDir(dir.Sub("outside"));
-  MakeSymlink(dir.Sub("outside"), dir.Sub("fs/link"));
-  EXPECT_EQ(CreateOwnedDir(dir.Sub("fs"), "link/vol", {}, {"pvc-1", true}).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_FALSE(Exists(dir.Sub("outside/vol")));
-  for (const char* rel : {"../outside", "/abs", "", ".."}) {
-    EXPECT_EQ(CreateOwnedDir(dir.Sub("fs"), rel, {}, {"pvc-1", true}).code(),
+TEST_P(OwnedDirTest, SymlinksAndEscapesAreRefused) {
+  AddDir("fs");
+  AddDir("outside");
+  AddSymlink(Sub("outside"), "fs/link");
+  AddSymlink("../outside", "fs/relative-link");
+  for (const char* rel : {"link/vol", "relative-link/vol", "link"}) {
+    EXPECT_EQ(CreateOwnedDir(*sys_, Sub("fs"), rel, {}, {"pvc-1", true}).code(),
               absl::StatusCode::kInvalidArgument)
         << rel;
   }
+  EXPECT_FALSE(Exists("outside/vol"));
+  for (const char* rel : {"../outside", "/abs", "", ".."}) {
+    EXPECT_EQ(CreateOwnedDir(*sys_, Sub("fs"), rel, {}, {"pvc-1", true}).code(),
+              absl::StatusCode::kInvalidArgument)
+        << rel;
+  }
+  // A marker that is a symlink is not read through.
+  AddDir("fs/planted");
+  AddFile("outside/marker", "volume=pvc-9\non-delete=delete\n");
+  AddSymlink(Sub("outside/marker"), std::string("fs/planted/") + kOwnerMarkerName);
+  EXPECT_EQ(ReadDirOwner(*sys_, Sub("fs"), "planted").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReleaseOwnedDir(*sys_, Sub("fs"), "planted", "pvc-9").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Exists("outside/marker"));
 }
+
+INSTANTIATE_TEST_SUITE_P(LinuxAndFake, OwnedDirTest, testing::Values(true, false),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Linux" : "Fake";
+                         });
 
 }  // namespace
 }  // namespace lustre_csi::volume

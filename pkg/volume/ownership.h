@@ -7,10 +7,9 @@
 // taken away. With kOnRootMismatch nothing is walked when the volume's root
 // directory already has the group, the setgid bit and the mask.
 //
-// It works on the real file system through directory file descriptors
-// (openat, fchownat and fchmodat with AT_SYMLINK_NOFOLLOW): symlinks get the
-// group themselves but are never followed, and nothing on another mount
-// below the volume is touched. Stateless and thread-safe; changing ownership
+// It walks the volume with Syscalls::WalkTree: symlinks get the group
+// themselves but are never followed, and nothing on another mount below the
+// volume is touched. Stateless and thread-safe; changing ownership
 // of files you do not own needs CAP_CHOWN / CAP_FOWNER.
 #ifndef LUSTRE_CSI_PKG_VOLUME_OWNERSHIP_H_
 #define LUSTRE_CSI_PKG_VOLUME_OWNERSHIP_H_
@@ -19,6 +18,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
 
@@ -28,7 +28,7 @@ enum class FsGroupChangePolicy { kAlways, kOnRootMismatch };
 // keeps one descriptor open per level.
 inline constexpr int kMaxOwnershipDepth = 512;
 
-absl::Status SetVolumeOwnership(const std::string& dir, uint32_t gid, bool read_only,
+absl::Status SetVolumeOwnership(Syscalls& sys, const std::string& dir, uint32_t gid, bool read_only,
                                 FsGroupChangePolicy policy);
 
 }  // namespace lustre_csi::volume

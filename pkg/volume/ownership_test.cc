@@ -8,6 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/test_dir.h"
 
 namespace lustre_csi::volume {
@@ -49,6 +51,7 @@ class OwnershipTest : public testing::Test {
     EXPECT_EQ(outside.st_mode & 07777, 0700u);
   }
 
+  std::unique_ptr<Syscalls> sys_ = NewLinuxSyscalls();
   TestDir dir_;
   std::string vol_;
 };
@@ -68,7 +71,7 @@ TEST_P(OwnershipMaskTest, Table) {
                             {"/file", 0660, 0640},
                             {"/sub", 02770, 02750},
                             {"/sub/inner", 0664, 0644}};
-  ASSERT_TRUE(SetVolumeOwnership(vol_, kGid, read_only, FsGroupChangePolicy::kAlways).ok());
+  ASSERT_TRUE(SetVolumeOwnership(*sys_, vol_, kGid, read_only, FsGroupChangePolicy::kAlways).ok());
   for (const ModeCase& c : cases) {
     struct stat st = Lstat(vol_ + c.path);
     EXPECT_EQ(st.st_gid, kGid) << c.path;
@@ -78,7 +81,7 @@ TEST_P(OwnershipMaskTest, Table) {
   EXPECT_EQ(Lstat(vol_ + "/escape-dir").st_gid, kGid);
   ExpectOutsideUntouched();
   // A second run changes nothing more.
-  ASSERT_TRUE(SetVolumeOwnership(vol_, kGid, read_only, FsGroupChangePolicy::kAlways).ok());
+  ASSERT_TRUE(SetVolumeOwnership(*sys_, vol_, kGid, read_only, FsGroupChangePolicy::kAlways).ok());
   EXPECT_EQ(Lstat(vol_ + "/file").st_mode & 07777, read_only ? 0640u : 0660u);
 }
 
@@ -87,7 +90,8 @@ INSTANTIATE_TEST_SUITE_P(ReadOnly, OwnershipMaskTest, testing::Bool());
 TEST_F(OwnershipTest, OnRootMismatchSkipsWhenRootIsRight) {
   ASSERT_EQ(chown(vol_.c_str(), 0, kGid), 0);
   ASSERT_EQ(chmod(vol_.c_str(), 02770), 0);
-  ASSERT_TRUE(SetVolumeOwnership(vol_, kGid, false, FsGroupChangePolicy::kOnRootMismatch).ok());
+  ASSERT_TRUE(
+      SetVolumeOwnership(*sys_, vol_, kGid, false, FsGroupChangePolicy::kOnRootMismatch).ok());
   EXPECT_EQ(Lstat(vol_ + "/file").st_gid, 0u);  // not walked
   EXPECT_EQ(Lstat(vol_ + "/file").st_mode & 07777, 0600u);
 }
@@ -101,7 +105,8 @@ TEST_F(OwnershipTest, OnRootMismatchWalksWhenRootIsWrong) {
     ASSERT_EQ(chown(vol_.c_str(), 0, c.gid), 0);
     ASSERT_EQ(chmod(vol_.c_str(), c.mode), 0);
     ASSERT_EQ(lchown((vol_ + "/file").c_str(), 0, 0), 0);
-    ASSERT_TRUE(SetVolumeOwnership(vol_, kGid, false, FsGroupChangePolicy::kOnRootMismatch).ok());
+    ASSERT_TRUE(
+        SetVolumeOwnership(*sys_, vol_, kGid, false, FsGroupChangePolicy::kOnRootMismatch).ok());
     EXPECT_EQ(Lstat(vol_ + "/file").st_gid, kGid) << c.gid << " " << c.mode;
   }
 }
@@ -109,14 +114,14 @@ TEST_F(OwnershipTest, OnRootMismatchWalksWhenRootIsWrong) {
 TEST_F(OwnershipTest, SetUidIsNotRestoredAfterRegroup) {
   WriteFile(vol_ + "/tool", "#!/bin/sh\n");
   ASSERT_EQ(chmod((vol_ + "/tool").c_str(), 04755), 0);
-  ASSERT_TRUE(SetVolumeOwnership(vol_, kGid, false, FsGroupChangePolicy::kAlways).ok());
+  ASSERT_TRUE(SetVolumeOwnership(*sys_, vol_, kGid, false, FsGroupChangePolicy::kAlways).ok());
   EXPECT_EQ(Lstat(vol_ + "/tool").st_mode & 07777, 0775u);
 }
 
 TEST_F(OwnershipTest, RootMustNotBeASymlink) {
   MakeSymlink(vol_, dir_.Sub("vol-link"));
   absl::Status s =
-      SetVolumeOwnership(dir_.Sub("vol-link"), kGid, false, FsGroupChangePolicy::kAlways);
+      SetVolumeOwnership(*sys_, dir_.Sub("vol-link"), kGid, false, FsGroupChangePolicy::kAlways);
   EXPECT_EQ(ErrnoOf(s), ENOTDIR) << s;  // O_DIRECTORY | O_NOFOLLOW on a symlink
   EXPECT_EQ(Lstat(vol_ + "/file").st_gid, 0u);
 }
@@ -124,9 +129,44 @@ TEST_F(OwnershipTest, RootMustNotBeASymlink) {
 TEST_F(OwnershipTest, MissingDirectory) {
   for (FsGroupChangePolicy p :
        {FsGroupChangePolicy::kAlways, FsGroupChangePolicy::kOnRootMismatch}) {
-    EXPECT_EQ(SetVolumeOwnership(dir_.Sub("nope"), kGid, false, p).code(),
+    EXPECT_EQ(SetVolumeOwnership(*sys_, dir_.Sub("nope"), kGid, false, p).code(),
               absl::StatusCode::kNotFound);
   }
+}
+
+// The same rules above the seam, on the in-memory file system.
+TEST(OwnershipLogicTest, OnRootMismatchDoesNotWalkWhenTheRootIsRight) {
+  FakeSyscalls fake;
+  ASSERT_TRUE(fake.AddDir("/vol", 02770, 0, kGid).ok());
+  ASSERT_TRUE(fake.AddFile("/vol/file", 0600).ok());
+  ASSERT_TRUE(
+      SetVolumeOwnership(fake, "/vol", kGid, false, FsGroupChangePolicy::kOnRootMismatch).ok());
+  EXPECT_EQ(fake.CallCount(SyscallOp::kWalkTree), 0);
+  EXPECT_EQ(fake.Peek("/vol/file")->gid, 0u);
+  ASSERT_TRUE(SetVolumeOwnership(fake, "/vol", kGid, false, FsGroupChangePolicy::kAlways).ok());
+  EXPECT_EQ(fake.CallCount(SyscallOp::kWalkTree), 1);
+  EXPECT_EQ(fake.Peek("/vol/file")->gid, kGid);
+  EXPECT_EQ(fake.Peek("/vol/file")->mode & 07777, 0660u);
+}
+
+TEST(OwnershipLogicTest, SymlinksGetTheGroupButKeepTheirMode) {
+  FakeSyscalls fake;
+  ASSERT_TRUE(fake.AddDir("/vol", 0755).ok());
+  ASSERT_TRUE(fake.AddSymlink("/vol/link", "/elsewhere").ok());
+  ASSERT_TRUE(fake.AddFile("/vol/tool", 04755).ok());
+  ASSERT_TRUE(SetVolumeOwnership(fake, "/vol", kGid, true, FsGroupChangePolicy::kAlways).ok());
+  EXPECT_EQ(fake.Peek("/vol/link")->gid, kGid);
+  EXPECT_EQ(fake.Peek("/vol/link")->mode & 07777, 0777u);
+  EXPECT_EQ(fake.Peek("/vol/tool")->mode & 07777, 0755u);  // set-user-ID dropped on regroup
+  EXPECT_EQ(fake.Peek("/vol")->mode & 07777, 02755u);
+}
+
+TEST(OwnershipLogicTest, AWalkErrorIsReturned) {
+  FakeSyscalls fake;
+  ASSERT_TRUE(fake.AddDir("/vol", 0755).ok());
+  fake.FailNext(SyscallOp::kWalkTree, EIO);
+  absl::Status s = SetVolumeOwnership(fake, "/vol", kGid, false, FsGroupChangePolicy::kAlways);
+  EXPECT_EQ(ErrnoOf(s), EIO) << s;
 }
 
 }  // namespace

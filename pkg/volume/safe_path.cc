@@ -1,17 +1,10 @@
 #include "pkg/volume/safe_path.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <vector>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "pkg/volume/errno_status.h"
-#include "pkg/volume/openat2.h"
 #include "pkg/volume/sha256.h"
 
 namespace lustre_csi::volume {
@@ -35,18 +28,6 @@ void AppendEscaped(std::string& out, unsigned char c) {
   out.push_back('%');
   out.push_back(kHex[c >> 4]);
   out.push_back(kHex[c & 0xf]);
-}
-
-absl::StatusOr<std::string> ReadFdPath(int fd) {
-  std::string link = absl::StrCat("/proc/self/fd/", fd);
-  std::string buf(4096, '\0');
-  ssize_t n = readlink(link.c_str(), buf.data(), buf.size());
-  if (n < 0) return ErrnoError(errno, absl::StrCat("readlink ", link));
-  if (static_cast<size_t>(n) >= buf.size()) {
-    return ErrnoError(ENAMETOOLONG, absl::StrCat("readlink ", link));
-  }
-  buf.resize(n);
-  return buf;
 }
 
 }  // namespace
@@ -194,86 +175,6 @@ absl::StatusOr<std::string> JoinBeneath(absl::string_view root, absl::string_vie
   std::string base = CleanPath(root);
   if (parts.empty()) return base;
   return absl::StrCat(base == "/" ? "" : base, "/", absl::StrJoin(parts, "/"));
-}
-
-// Opens `relative` beneath `root` (O_PATH); on success `*root_fd_out` is the
-// open root, which the caller closes too.
-absl::StatusOr<int> OpenBeneathImpl(const std::string& root, absl::string_view relative,
-                                    bool no_xdev, int* root_fd_out);
-
-absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string_view relative) {
-  int root_fd = -1;
-  absl::StatusOr<int> fd = OpenBeneathImpl(root, relative, false, &root_fd);
-  if (!fd.ok()) return fd.status();
-  absl::Cleanup close_both = [root_fd, &fd] {
-    close(*fd);
-    close(root_fd);
-  };
-  std::string context = absl::StrCat("resolve \"", relative, "\" beneath ", root);
-  absl::StatusOr<std::string> root_path = ReadFdPath(root_fd);
-  if (!root_path.ok()) return root_path.status();
-  absl::StatusOr<std::string> path = ReadFdPath(*fd);
-  if (!path.ok()) return path.status();
-  if (!IsPathBeneath(*root_path, *path)) {
-    return absl::InternalError(
-        absl::StrCat(context, ": kernel answered ", *path, ", outside ", *root_path));
-  }
-  return path;
-}
-
-absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
-                                    bool no_xdev) {
-  int root_fd = -1;
-  absl::StatusOr<int> fd = OpenBeneathImpl(root, relative, no_xdev, &root_fd);
-  if (root_fd >= 0) close(root_fd);
-  return fd;
-}
-
-absl::StatusOr<int> OpenBeneathImpl(const std::string& root, absl::string_view relative,
-                                    bool no_xdev, int* root_fd_out) {
-  if (root.empty()) return absl::InvalidArgumentError("root path is empty");
-  if (root.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError("root path contains a NUL byte");
-  }
-  if (relative.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError("relative path contains a NUL byte");
-  }
-  if (!relative.empty() && relative[0] == '/') {
-    return absl::InvalidArgumentError(absl::StrCat("relative path \"", relative, "\" is absolute"));
-  }
-  int root_fd = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));
-  absl::Cleanup close_root = [root_fd] { close(root_fd); };
-
-  std::string rel = relative.empty() ? std::string(".") : std::string(relative);
-  const uint64_t resolve =
-      RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
-  int fd = -1;
-  int err = 0;
-  // EAGAIN: a rename or mount raced with the walk; the kernel asks us to retry.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    fd = OpenAt2(root_fd, rel.c_str(), O_PATH | O_CLOEXEC, 0, resolve);
-    err = fd < 0 ? errno : 0;
-    if (err != EAGAIN) break;
-  }
-  std::string context = absl::StrCat("resolve \"", relative, "\" beneath ", root);
-  if (fd < 0) {
-    switch (err) {
-      case EXDEV:
-        return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                                  absl::StrCat(context, ": leaves the root"));
-      case ELOOP:
-        return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                                  absl::StrCat(context, ": symlink loop or magic link"));
-      case ENOSYS:
-        return ErrnoErrorWithCode(absl::StatusCode::kUnimplemented, err, context);
-      default:
-        return ErrnoError(err, context);
-    }
-  }
-  std::move(close_root).Cancel();
-  *root_fd_out = root_fd;
-  return fd;
 }
 
 }  // namespace lustre_csi::volume

@@ -4,10 +4,9 @@
 // the orchestrator pass through here before they are joined into a path:
 // ValidatePathSegment rejects what cannot be a single path segment,
 // EscapePathSegment turns any string into one, JoinBeneath joins lexically
-// and refuses to leave the root, and ResolveBeneath asks the kernel
-// (openat2 with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so that symlinks
-// cannot lead out of the root either. All functions are stateless and
-// thread-safe.
+// and refuses to leave the root. (Syscalls::ResolveBeneath asks the kernel,
+// so that symlinks cannot lead out of a root either.) All functions are
+// stateless, purely lexical and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_SAFE_PATH_H_
 #define LUSTRE_CSI_PKG_VOLUME_SAFE_PATH_H_
 
@@ -57,23 +56,8 @@ bool IsPathBeneath(absl::string_view root, absl::string_view path);
 // `root` joined with `relative`, cleaned. INVALID_ARGUMENT when `root` is
 // empty, `relative` is absolute, either contains NUL, or a ".." in
 // `relative` would climb above `root`. Purely lexical: symlinks are not
-// looked at (use ResolveBeneath for that).
+// looked at (use Syscalls::ResolveBeneath for that).
 absl::StatusOr<std::string> JoinBeneath(absl::string_view root, absl::string_view relative);
-
-// Resolves `relative` beneath the existing directory `root` on the real file
-// system with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) and returns the
-// absolute, symlink-free path of the result, which lies beneath the
-// canonical form of `root`. INVALID_ARGUMENT when `relative` is absolute,
-// contains NUL, or a "..", symlink or magic link would leave the root;
-// NOT_FOUND when a component is missing. The answer describes the tree at the
-// time of the call; callers that must not race with a hostile writer should
-// keep the tree out of that writer's reach.
-absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string_view relative);
-
-// The same resolution, returning the O_PATH descriptor of the result (the
-// caller closes it); with `no_xdev` the walk may not cross a mount either.
-absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
-                                    bool no_xdev);
 
 }  // namespace lustre_csi::volume
 

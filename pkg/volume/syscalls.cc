@@ -1,7 +1,5 @@
 #include "pkg/volume/syscalls.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <vector>
 
@@ -25,7 +23,7 @@ absl::Status MkdirAll(Syscalls& sys, const std::string& path, uint32_t mode) {
     if (info.ok()) {
       // A symlink is followed by mkdir below; it fails there if it does not
       // lead to a directory.
-      if (!S_ISDIR(info->mode) && !S_ISLNK(info->mode)) {
+      if (!IsDirectoryMode(info->mode) && !IsSymlinkMode(info->mode)) {
         return ErrnoError(ENOTDIR, absl::StrCat("mkdir -p ", clean, ": ", cur));
       }
       break;
@@ -41,12 +39,52 @@ absl::Status MkdirAll(Syscalls& sys, const std::string& path, uint32_t mode) {
       // Created concurrently: fine if it is a directory.
       absl::StatusOr<FileInfo> info = sys.Stat(*it);
       if (!info.ok()) return info.status();
-      if (!S_ISDIR(info->mode)) return s;
+      if (!IsDirectoryMode(info->mode)) return s;
     } else if (!s.ok()) {
       return s;
     }
   }
   return absl::OkStatus();
+}
+
+const char* SyscallOpName(SyscallOp op) {
+  switch (op) {
+    case SyscallOp::kMount:
+      return "mount";
+    case SyscallOp::kUnmount:
+      return "umount";
+    case SyscallOp::kStatfs:
+      return "statfs";
+    case SyscallOp::kStat:
+      return "statx";
+    case SyscallOp::kMkdir:
+      return "mkdir";
+    case SyscallOp::kRmdir:
+      return "rmdir";
+    case SyscallOp::kReadMountInfo:
+      return "read mountinfo";
+    case SyscallOp::kResolveBeneath:
+      return "openat2";
+    case SyscallOp::kWalkTree:
+      return "walk";
+    case SyscallOp::kMkdirBeneath:
+      return "mkdir beneath";
+    case SyscallOp::kStatBeneath:
+      return "statx beneath";
+    case SyscallOp::kReadFileBeneath:
+      return "read beneath";
+    case SyscallOp::kCreateFileBeneath:
+      return "create beneath";
+    case SyscallOp::kSetOwnerBeneath:
+      return "chown beneath";
+    case SyscallOp::kRemoveTreeBeneath:
+      return "remove tree beneath";
+    case SyscallOp::kListDir:
+      return "list directory";
+    case SyscallOp::kWatchDir:
+      return "watch directory";
+  }
+  return "?";
 }
 
 absl::StatusOr<bool> PathExists(Syscalls& sys, const std::string& path) {

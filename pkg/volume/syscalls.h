@@ -2,8 +2,9 @@
 //
 // Syscalls is the one small interface through which this package (and the
 // roles built on it) mount, unmount, stat, create and remove directories, read
-// the mount table and resolve paths beneath a root. NewLinuxSyscalls()
-// (linux_syscalls.h) makes direct system calls; FakeSyscalls
+// the mount table, resolve paths beneath a root, and walk, change or remove
+// directory trees without following symlinks out of them. NewLinuxSyscalls()
+// (linux/linux_syscalls.h) makes direct system calls; FakeSyscalls
 // (fake_syscalls.h) is an in-memory stand-in with fault switches for tests.
 // Everything else here is plain logic on top of this interface.
 //
@@ -13,13 +14,52 @@
 #ifndef LUSTRE_CSI_PKG_VOLUME_SYSCALLS_H_
 #define LUSTRE_CSI_PKG_VOLUME_SYSCALLS_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "pkg/volume/dir_watch.h"
 
 namespace lustre_csi::volume {
+
+// mount(2) and umount2(2) flags, named as the kernel names them (MS_*, MNT_*,
+// UMOUNT_*). The values are the kernel's ABI; the Linux implementation checks
+// them against <sys/mount.h> at compile time, so code above the seam needs no
+// system header.
+inline constexpr unsigned long kMsRdonly = 1;
+inline constexpr unsigned long kMsNosuid = 2;
+inline constexpr unsigned long kMsNodev = 4;
+inline constexpr unsigned long kMsNoexec = 8;
+inline constexpr unsigned long kMsRemount = 32;
+inline constexpr unsigned long kMsNoatime = 1024;
+inline constexpr unsigned long kMsNodiratime = 2048;
+inline constexpr unsigned long kMsBind = 4096;
+inline constexpr unsigned long kMsRec = 16384;
+inline constexpr unsigned long kMsPrivate = 1ul << 18;
+inline constexpr unsigned long kMsRelatime = 1ul << 21;
+inline constexpr unsigned long kMsStrictatime = 1ul << 24;
+inline constexpr int kMntForce = 1;
+inline constexpr int kMntDetach = 2;
+inline constexpr int kUmountNofollow = 8;
+
+// File types in FileInfo::mode (st_mode's S_IFMT bits), also checked against
+// <sys/stat.h> by the Linux implementation.
+inline constexpr uint32_t kFileTypeMask = 0170000;
+inline constexpr uint32_t kTypeSocket = 0140000;
+inline constexpr uint32_t kTypeSymlink = 0120000;
+inline constexpr uint32_t kTypeRegular = 0100000;
+inline constexpr uint32_t kTypeDirectory = 0040000;
+
+inline bool IsDirectoryMode(uint32_t mode) { return (mode & kFileTypeMask) == kTypeDirectory; }
+inline bool IsSymlinkMode(uint32_t mode) { return (mode & kFileTypeMask) == kTypeSymlink; }
+inline bool IsSocketMode(uint32_t mode) { return (mode & kFileTypeMask) == kTypeSocket; }
 
 // statfs(2) figures. Block counts are in units of block_size (the fragment
 // size, f_frsize).
@@ -46,7 +86,36 @@ struct FileInfo {
   bool has_mount_id = false;
   bool mount_root = false;  // STATX_ATTR_MOUNT_ROOT: the path is the root of a mount.
   bool has_mount_root = false;
+  absl::Time mtime;  // last modification
 };
+
+// One entry of a tree walk (Syscalls::WalkTree).
+struct TreeEntry {
+  std::string path;  // relative to the walk's root, '/'-separated; "" for the root
+  int depth = 0;     // 0 for the root
+  uint32_t mode = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t nlink = 0;
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  uint64_t blocks = 0;  // 512-byte blocks allocated
+};
+
+// What a walk's visitor asks to change on the entry it was shown: the group
+// first (chown), then the permission bits (chmod, 07777). A symlink's group
+// is changed on the link itself; its mode is never changed.
+struct EntryChange {
+  std::optional<uint32_t> gid;
+  std::optional<uint32_t> mode;
+};
+
+struct TreeLimits {
+  size_t max_entries = 0;  // 0: no limit; more entries -> RESOURCE_EXHAUSTED
+  int max_depth = 256;     // deeper directories -> RESOURCE_EXHAUSTED
+};
+
+using TreeVisitor = std::function<absl::StatusOr<EntryChange>(const TreeEntry&)>;
 
 // The system calls named by each method; see the class comment above.
 enum class SyscallOp {
@@ -58,8 +127,20 @@ enum class SyscallOp {
   kRmdir,
   kReadMountInfo,
   kResolveBeneath,
+  kWalkTree,
+  kMkdirBeneath,
+  kStatBeneath,
+  kReadFileBeneath,
+  kCreateFileBeneath,
+  kSetOwnerBeneath,
+  kRemoveTreeBeneath,
+  kListDir,
+  kWatchDir,
 };
-inline constexpr int kNumSyscallOps = 8;
+inline constexpr int kNumSyscallOps = 17;
+
+// The name of `op` for messages ("mount", "statx", "walk", ...).
+const char* SyscallOpName(SyscallOp op);
 
 class Syscalls {
  public:
@@ -126,6 +207,62 @@ class Syscalls {
   // component is missing.
   virtual absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
                                                      const std::string& relative) = 0;
+
+  // Visits the directory `root` (not a symlink) and everything beneath it,
+  // directories before their contents, and applies what the visitor asks
+  // for each entry. The walk never follows a symlink, never leaves the mount
+  // it started on (entries on another mount are skipped) and skips entries
+  // that vanish while it runs; it holds each directory open from its parent,
+  // so renames elsewhere cannot redirect it. An error from `visit`, or from
+  // a change other than the entry vanishing, stops the walk and is returned.
+  virtual absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
+                                const TreeVisitor& visit) = 0;
+
+  // The *Beneath calls below resolve `relative` strictly beneath the
+  // directory `root`: no `..` above it, no symlink on the way (the last
+  // component included) and no other mount. INVALID_ARGUMENT (errno EXDEV
+  // or ELOOP) when the path would break that; NOT_FOUND when a component is
+  // missing. `relative` is a cleaned relative path, not empty, not ".".
+
+  // mkdir(2) of the last component (its parent must exist), mode subject to
+  // the umask. ALREADY_EXISTS (EEXIST) when something is there already.
+  virtual absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
+                                    uint32_t mode) = 0;
+
+  // What Stat tells of the path (resolved as above).
+  virtual absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
+                                               const std::string& relative) = 0;
+
+  // The first `max_bytes` of a regular file.
+  virtual absl::StatusOr<std::string> ReadFileBeneath(const std::string& root,
+                                                      const std::string& relative,
+                                                      size_t max_bytes) = 0;
+
+  // Creates a new file (ALREADY_EXISTS when one is there) with exactly
+  // `mode` and `content`, on disk (fsync) before OK.
+  virtual absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
+                                         const std::string& content, uint32_t mode) = 0;
+
+  // chown(2) with the given ids (nullopt keeps one), then chmod(2) to
+  // exactly `mode` (07777; chown clears set-group-ID, so it comes first).
+  virtual absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
+                                       std::optional<uint32_t> uid, std::optional<uint32_t> gid,
+                                       uint32_t mode) = 0;
+
+  // Removes the directory and everything in it: symlinks as links, never
+  // followed. A directory below that is another mount is never entered: the
+  // removal stops with FAILED_PRECONDITION before it (what was removed stays
+  // removed); the same when `relative` itself is a mount point. Deeper than
+  // `max_depth`: RESOURCE_EXHAUSTED.
+  virtual absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
+                                         int max_depth) = 0;
+
+  // The names in the directory `dir` (without "." and ".."), sorted.
+  virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;
+
+  // Starts watching the directory `dir` (dir_watch.h): entries created,
+  // moved in, deleted or moved out after this call are reported.
+  virtual absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) = 0;
 };
 
 // mkdir -p: creates `path` and any missing parents with `mode`. Existing

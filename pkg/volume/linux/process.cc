@@ -1,4 +1,4 @@
-#include "pkg/volume/process.h"
+#include "pkg/volume/linux/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -5,8 +5,8 @@
 //
 // `timeout` bounds unmounts and file reads; programs get the timeout their
 // caller passes. Visible only to the binary, e2e tests and this package.
-#ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_MOUNT_NAMESPACE_H_
-#define LUSTRE_CSI_PKG_VOLUME_LINUX_MOUNT_NAMESPACE_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_MOUNT_NAMESPACE_H_
+#define LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_MOUNT_NAMESPACE_H_
 
 #include <memory>
 #include <string>
@@ -20,4 +20,4 @@ std::unique_ptr<MountNamespace> NewLinuxMountNamespace(std::string ns_path, absl
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_MOUNT_NAMESPACE_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_MOUNT_NAMESPACE_H_

@@ -1,4 +1,4 @@
-#include "pkg/volume/linux_mount_namespace.h"
+#include "pkg/volume/linux/linux_mount_namespace.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/process.h"
+#include "pkg/volume/linux/process.h"
 
 namespace lustre_csi::volume {
 namespace {

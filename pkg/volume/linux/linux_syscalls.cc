@@ -1,4 +1,4 @@
-#include "pkg/volume/linux_syscalls.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,10 +13,23 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/safe_path.h"
+#include "pkg/volume/linux/beneath.h"
+#include "pkg/volume/linux/inotify_dir_watch.h"
+#include "pkg/volume/linux/tree.h"
 
 namespace lustre_csi::volume {
 namespace {
+
+// The flag and file-type values syscalls.h names, as the kernel defines them.
+static_assert(kMsRdonly == MS_RDONLY && kMsNosuid == MS_NOSUID && kMsNodev == MS_NODEV &&
+              kMsNoexec == MS_NOEXEC && kMsRemount == MS_REMOUNT && kMsNoatime == MS_NOATIME &&
+              kMsNodiratime == MS_NODIRATIME && kMsBind == MS_BIND && kMsRec == MS_REC &&
+              kMsPrivate == MS_PRIVATE && kMsRelatime == MS_RELATIME &&
+              kMsStrictatime == MS_STRICTATIME);
+static_assert(kMntForce == MNT_FORCE && kMntDetach == MNT_DETACH &&
+              kUmountNofollow == UMOUNT_NOFOLLOW);
+static_assert(kFileTypeMask == S_IFMT && kTypeSocket == S_IFSOCK && kTypeSymlink == S_IFLNK &&
+              kTypeRegular == S_IFREG && kTypeDirectory == S_IFDIR);
 
 const char* OrNull(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
 
@@ -100,7 +113,7 @@ class LinuxSyscalls : public Syscalls {
 
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override {
-    absl::StatusOr<int> source = OpenPathBeneath(root, relative, /*no_xdev=*/true);
+    absl::StatusOr<int> source = os::OpenPathBeneath(root, relative, /*no_xdev=*/true);
     if (!source.ok()) return source.status();
     absl::Cleanup close_source = [fd = *source] { close(fd); };
     const std::string what = absl::StrCat("bind mount of ", relative, " beneath ", root, " on ",
@@ -146,22 +159,7 @@ class LinuxSyscalls : public Syscalls {
   }
 
   absl::StatusOr<FileInfo> Stat(const std::string& path) override {
-    struct statx stx;
-    if (statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-              STATX_BASIC_STATS | STATX_MNT_ID, &stx) != 0) {
-      return ErrnoError(errno, absl::StrCat("statx ", path));
-    }
-    FileInfo info;
-    info.mode = stx.stx_mode;
-    info.uid = stx.stx_uid;
-    info.gid = stx.stx_gid;
-    info.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-    info.ino = stx.stx_ino;
-    info.has_mount_id = (stx.stx_mask & STATX_MNT_ID) != 0;
-    info.mount_id = info.has_mount_id ? stx.stx_mnt_id : 0;
-    info.has_mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0;
-    info.mount_root = info.has_mount_root && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
-    return info;
+    return os::StatAt(AT_FDCWD, path.c_str(), path);
   }
 
   absl::Status Mkdir(const std::string& path, uint32_t mode) override {
@@ -194,7 +192,51 @@ class LinuxSyscalls : public Syscalls {
 
   absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
                                              const std::string& relative) override {
-    return ::lustre_csi::volume::ResolveBeneath(root, relative);
+    return os::ResolveBeneath(root, relative);
+  }
+
+  absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
+                        const TreeVisitor& visit) override {
+    return os::WalkTree(root, limits, visit);
+  }
+
+  absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
+                            uint32_t mode) override {
+    return os::MkdirBeneath(root, relative, mode);
+  }
+
+  absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
+                                       const std::string& relative) override {
+    return os::StatBeneath(root, relative);
+  }
+
+  absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
+                                              size_t max_bytes) override {
+    return os::ReadFileBeneath(root, relative, max_bytes);
+  }
+
+  absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
+                                 const std::string& content, uint32_t mode) override {
+    return os::CreateFileBeneath(root, relative, content, mode);
+  }
+
+  absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
+                               std::optional<uint32_t> uid, std::optional<uint32_t> gid,
+                               uint32_t mode) override {
+    return os::SetOwnerBeneath(root, relative, uid, gid, mode);
+  }
+
+  absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
+                                 int max_depth) override {
+    return os::RemoveTreeBeneath(root, relative, max_depth);
+  }
+
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
+    return os::ListDir(dir);
+  }
+
+  absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override {
+    return os::NewInotifyDirWatch(dir);
   }
 };
 

@@ -14,8 +14,8 @@
 // namespace has one; otherwise closed), stdout and stderr captured together
 // (the first 64 KiB), and an environment given by the caller. On timeout the
 // whole process group is killed. Stateless and thread-safe.
-#ifndef LUSTRE_CSI_PKG_VOLUME_PROCESS_H_
-#define LUSTRE_CSI_PKG_VOLUME_PROCESS_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_PROCESS_H_
+#define LUSTRE_CSI_PKG_VOLUME_LINUX_PROCESS_H_
 
 #include <optional>
 #include <string>
@@ -72,4 +72,4 @@ absl::StatusOr<ChildReply> AccessInNamespace(int mount_ns_fd, const std::string&
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_PROCESS_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_PROCESS_H_

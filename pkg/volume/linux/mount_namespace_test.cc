@@ -8,13 +8,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/linux_mount_namespace.h"
-#include "pkg/volume/process.h"
+#include "pkg/volume/linux/linux_mount_namespace.h"
+#include "pkg/volume/linux/process.h"
 #include "pkg/volume/test_dir.h"
 
 namespace lustre_csi::volume {
@@ -168,6 +169,46 @@ TEST(RunProcessTest, TimeoutKills) {
                  absl::Milliseconds(300));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(r.status().message().find("started"), std::string::npos) << r.status();
+}
+
+// Whether `pid` has ended (gone, or a zombie waiting for init).
+bool Gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.good()) return true;
+  std::string line;
+  std::getline(stat, line);
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z';
+}
+
+TEST(RunProcessTest, TimeoutKillsTheWholeProcessGroup) {
+  TestDir tmp;
+  std::string child_file = tmp.Sub("child");
+  absl::StatusOr<ProcessResult> r =
+      RunProcess({{"/bin/sh", "-c",
+                   absl::StrCat("sleep 600 & echo $! > ", child_file, ".tmp && mv ", child_file,
+                                ".tmp ", child_file, "; wait")},
+                  std::nullopt,
+                  -1},
+                 absl::Milliseconds(500));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  std::ifstream in(child_file);
+  pid_t pid = 0;
+  ASSERT_TRUE(in >> pid) << "the script did not record its child";
+  // SIGKILL went to the process group; the orphan is reaped by init. A
+  // bounded wait for that, not a measurement.
+  bool gone = false;
+  for (int i = 0; i < 1000 && !(gone = Gone(pid)); ++i) usleep(10 * 1000);
+  EXPECT_TRUE(gone) << "sleep " << pid << " survived";
+}
+
+TEST(RunProcessTest, LargeOutputIsBounded) {
+  absl::StatusOr<ProcessResult> r =
+      RunProcess({{"/bin/sh", "-c", "yes 0123456789 | head -c 1000000; exit 3"}, std::nullopt, -1},
+                 absl::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->output.size(), 64 * 1024u);
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // processes. Stateless and thread-safe; one instance may be shared by the
 // whole process. Visible only to the binary, e2e tests, benchmarks and this
 // package; everything else takes a Syscalls*.
-#ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_SYSCALLS_H_
-#define LUSTRE_CSI_PKG_VOLUME_LINUX_SYSCALLS_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_SYSCALLS_H_
+#define LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_SYSCALLS_H_
 
 #include <memory>
 
@@ -16,4 +16,4 @@ std::unique_ptr<Syscalls> NewLinuxSyscalls();
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_SYSCALLS_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_SYSCALLS_H_

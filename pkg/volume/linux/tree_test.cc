@@ -1,6 +1,6 @@
 // Runs in a private mount namespace (mount_namespace_main), so the
 // mount-crossing case can make a real mount.
-#include "pkg/volume/remove_tree.h"
+#include "pkg/volume/linux/tree.h"
 
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -11,6 +11,12 @@
 
 namespace lustre_csi::volume {
 namespace {
+
+// The Linux implementation, as Syscalls::RemoveTreeBeneath.
+absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
+                               int max_depth = 256) {
+  return os::RemoveTreeBeneath(root, relative, max_depth);
+}
 
 bool Exists(const std::string& path) {
   struct stat st;

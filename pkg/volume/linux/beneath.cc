@@ -1,0 +1,281 @@
+#include "pkg/volume/linux/beneath.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/safe_path.h"
+
+namespace lustre_csi::volume::os {
+namespace {
+
+absl::StatusOr<std::string> ReadFdPath(int fd) {
+  std::string link = absl::StrCat("/proc/self/fd/", fd);
+  std::string buf(4096, '\0');
+  ssize_t n = readlink(link.c_str(), buf.data(), buf.size());
+  if (n < 0) return ErrnoError(errno, absl::StrCat("readlink ", link));
+  if (static_cast<size_t>(n) >= buf.size()) {
+    return ErrnoError(ENAMETOOLONG, absl::StrCat("readlink ", link));
+  }
+  buf.resize(n);
+  return buf;
+}
+
+// Opens `relative` beneath `root` (O_PATH); on success `*root_fd_out` is the
+// open root, which the caller closes too.
+absl::StatusOr<int> OpenBeneathImpl(const std::string& root, absl::string_view relative,
+                                    bool no_xdev, int* root_fd_out) {
+  if (root.empty()) return absl::InvalidArgumentError("root path is empty");
+  if (root.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError("root path contains a NUL byte");
+  }
+  if (relative.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("relative path contains a NUL byte");
+  }
+  if (!relative.empty() && relative[0] == '/') {
+    return absl::InvalidArgumentError(absl::StrCat("relative path \"", relative, "\" is absolute"));
+  }
+  int root_fd = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));
+  absl::Cleanup close_root = [root_fd] { close(root_fd); };
+
+  std::string rel = relative.empty() ? std::string(".") : std::string(relative);
+  const uint64_t resolve =
+      RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
+  int fd = -1;
+  int err = 0;
+  // EAGAIN: a rename or mount raced with the walk; the kernel asks us to retry.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    fd = OpenAt2(root_fd, rel.c_str(), O_PATH | O_CLOEXEC, 0, resolve);
+    err = fd < 0 ? errno : 0;
+    if (err != EAGAIN) break;
+  }
+  std::string context = absl::StrCat("resolve \"", relative, "\" beneath ", root);
+  if (fd < 0) {
+    switch (err) {
+      case EXDEV:
+        return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
+                                  absl::StrCat(context, ": leaves the root"));
+      case ELOOP:
+        return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
+                                  absl::StrCat(context, ": symlink loop or magic link"));
+      case ENOSYS:
+        return ErrnoErrorWithCode(absl::StatusCode::kUnimplemented, err, context);
+      default:
+        return ErrnoError(err, context);
+    }
+  }
+  std::move(close_root).Cancel();
+  *root_fd_out = root_fd;
+  return fd;
+}
+
+// An open file descriptor, closed when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  const int fd_;
+};
+
+// The error of a strict resolution that failed with `err`.
+absl::Status StrictError(int err, const std::string& root, const std::string& relative) {
+  if (err == EXDEV || err == ELOOP) {
+    return ErrnoErrorWithCode(
+        absl::StatusCode::kInvalidArgument, err,
+        absl::StrCat(root, "/", relative, " leaves ", root, " (a '..', symlink or other mount)"));
+  }
+  return ErrnoError(err, absl::StrCat("open ", root, "/", relative));
+}
+
+absl::Status CheckRelative(const std::string& root, const std::string& relative) {
+  if (relative.empty() || relative == "." || relative[0] == '/' ||
+      relative.find('\0') != std::string::npos || CleanPath(relative) != relative) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", relative, "\" is not a clean path strictly beneath ", root));
+  }
+  return absl::OkStatus();
+}
+
+// `relative` opened strictly beneath `root` with `flags`, or its error.
+absl::StatusOr<int> OpenStrict(const std::string& root, const std::string& relative,
+                               uint64_t flags) {
+  if (absl::Status s = CheckRelative(root, relative); !s.ok()) return s;
+  Fd root_fd(open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root_fd.get() < 0) return ErrnoError(errno, absl::StrCat("open ", root));
+  int fd = OpenStrictlyBeneath(root_fd.get(), relative.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return StrictError(errno, root, relative);
+  return fd;
+}
+
+// The parent of `relative` opened strictly beneath `root` (O_PATH), and the
+// last component's name.
+absl::StatusOr<int> OpenParentStrict(const std::string& root, const std::string& relative,
+                                     std::string* name) {
+  if (absl::Status s = CheckRelative(root, relative); !s.ok()) return s;
+  size_t slash = relative.rfind('/');
+  *name = slash == std::string::npos ? relative : relative.substr(slash + 1);
+  if (*name == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("\"", relative, "\" leaves ", root));
+  }
+  std::string parent = slash == std::string::npos ? "." : relative.substr(0, slash);
+  Fd root_fd(open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root_fd.get() < 0) return ErrnoError(errno, absl::StrCat("open ", root));
+  int fd = OpenStrictlyBeneath(root_fd.get(), parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return StrictError(errno, root, parent);
+  return fd;
+}
+
+}  // namespace
+
+int OpenAt2(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
+  open_how how = {};
+  how.flags = flags;
+  how.mode = mode;
+  how.resolve = resolve;
+  return static_cast<int>(syscall(SYS_openat2, dir_fd, path, &how, sizeof(how)));
+}
+
+absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string_view relative) {
+  int root_fd = -1;
+  absl::StatusOr<int> fd = OpenBeneathImpl(root, relative, false, &root_fd);
+  if (!fd.ok()) return fd.status();
+  Fd close_fd(*fd);
+  Fd close_root(root_fd);
+  std::string context = absl::StrCat("resolve \"", relative, "\" beneath ", root);
+  absl::StatusOr<std::string> root_path = ReadFdPath(root_fd);
+  if (!root_path.ok()) return root_path.status();
+  absl::StatusOr<std::string> path = ReadFdPath(*fd);
+  if (!path.ok()) return path.status();
+  if (!IsPathBeneath(*root_path, *path)) {
+    return absl::InternalError(
+        absl::StrCat(context, ": kernel answered ", *path, ", outside ", *root_path));
+  }
+  return path;
+}
+
+absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
+                                    bool no_xdev) {
+  int root_fd = -1;
+  absl::StatusOr<int> fd = OpenBeneathImpl(root, relative, no_xdev, &root_fd);
+  if (root_fd >= 0) close(root_fd);
+  return fd;
+}
+
+absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what) {
+  struct statx stx;
+  int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (*name == '\0' ? AT_EMPTY_PATH : 0);
+  if (statx(fd, name, flags, STATX_BASIC_STATS | STATX_MNT_ID, &stx) != 0) {
+    return ErrnoError(errno, absl::StrCat("statx ", what));
+  }
+  FileInfo info;
+  info.mode = stx.stx_mode;
+  info.uid = stx.stx_uid;
+  info.gid = stx.stx_gid;
+  info.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+  info.ino = stx.stx_ino;
+  info.has_mount_id = (stx.stx_mask & STATX_MNT_ID) != 0;
+  info.mount_id = info.has_mount_id ? stx.stx_mnt_id : 0;
+  info.has_mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0;
+  info.mount_root = info.has_mount_root && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  info.mtime =
+      absl::FromUnixSeconds(stx.stx_mtime.tv_sec) + absl::Nanoseconds(stx.stx_mtime.tv_nsec);
+  return info;
+}
+
+absl::Status MkdirBeneath(const std::string& root, const std::string& relative, uint32_t mode) {
+  std::string name;
+  absl::StatusOr<int> parent = OpenParentStrict(root, relative, &name);
+  if (!parent.ok()) return parent.status();
+  Fd parent_fd(*parent);
+  if (mkdirat(parent_fd.get(), name.c_str(), mode) != 0) {
+    return ErrnoError(errno, absl::StrCat("mkdir ", root, "/", relative));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FileInfo> StatBeneath(const std::string& root, const std::string& relative) {
+  absl::StatusOr<int> fd = OpenStrict(root, relative, O_PATH);
+  if (!fd.ok()) return fd.status();
+  Fd path_fd(*fd);
+  return StatAt(path_fd.get(), "", absl::StrCat(root, "/", relative));
+}
+
+absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
+                                            size_t max_bytes) {
+  absl::StatusOr<int> fd = OpenStrict(root, relative, O_RDONLY | O_NONBLOCK);
+  if (!fd.ok()) return fd.status();
+  Fd file(*fd);
+  std::string text(max_bytes, '\0');
+  size_t have = 0;
+  while (have < max_bytes) {
+    ssize_t n = read(file.get(), text.data() + have, max_bytes - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError(errno, absl::StrCat("read ", root, "/", relative));
+    if (n == 0) break;
+    have += static_cast<size_t>(n);
+  }
+  text.resize(have);
+  return text;
+}
+
+absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
+                               const std::string& content, uint32_t mode) {
+  std::string name;
+  absl::StatusOr<int> parent = OpenParentStrict(root, relative, &name);
+  if (!parent.ok()) return parent.status();
+  Fd parent_fd(*parent);
+  const std::string what = absl::StrCat(root, "/", relative);
+  Fd file(openat(parent_fd.get(), name.c_str(),
+                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777));
+  if (file.get() < 0) return ErrnoError(errno, absl::StrCat("create ", what));
+  auto fail = [&](int err, const char* step) {
+    // Nothing half-written stays behind.
+    unlinkat(parent_fd.get(), name.c_str(), 0);
+    return ErrnoError(err, absl::StrCat(step, " ", what));
+  };
+  if (fchmod(file.get(), mode & 07777) != 0) return fail(errno, "chmod");
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = write(file.get(), content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(n < 0 ? errno : EIO, "write");
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(file.get()) != 0) return fail(errno, "fsync");
+  return absl::OkStatus();
+}
+
+absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
+                             std::optional<uint32_t> uid, std::optional<uint32_t> gid,
+                             uint32_t mode) {
+  absl::StatusOr<int> fd = OpenStrict(root, relative, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+  if (!fd.ok()) return fd.status();
+  Fd file(*fd);
+  const std::string what = absl::StrCat(root, "/", relative);
+  if (uid.has_value() || gid.has_value()) {
+    uid_t u = uid.has_value() ? *uid : static_cast<uid_t>(-1);
+    gid_t g = gid.has_value() ? *gid : static_cast<gid_t>(-1);
+    if (fchown(file.get(), u, g) != 0) return ErrnoError(errno, absl::StrCat("chown ", what));
+  }
+  if (fchmod(file.get(), mode & 07777) != 0) {
+    return ErrnoError(errno, absl::StrCat("chmod ", what));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lustre_csi::volume::os
