@@ -138,43 +138,7 @@ FakeSyscalls::FakeSyscalls() {
   mounts_.push_back(std::move(m));
 }
 
-FakeSyscalls::~FakeSyscalls() {
-  absl::MutexLock lock(&mu_);
-  shutting_down_ = true;
-  mu_.Await(absl::Condition(
-      +[](int* n) { return *n == 0; }, &in_flight_));
-}
-
-absl::Status FakeSyscalls::Fault(Op op, const std::string& what) {
-  int i = OpIndex(op);
-  ++calls_[i];
-  ++in_flight_;
-  absl::Cleanup leave = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { --in_flight_; };
-  if (fail_times_[i] > 0) {
-    --fail_times_[i];
-    return ErrnoError(fail_errno_[i], absl::StrCat("fake ", SyscallOpName(op), " ", what));
-  }
-  bool hang = hung_[i];
-  if (!hang && hang_next_[i] > 0) {
-    --hang_next_[i];
-    hang = true;
-  }
-  if (hang && !shutting_down_) {
-    ++waiting_[i];
-    struct Args {
-      const FakeSyscalls* self;
-      int i;
-      int gen;
-    } args{this, i, release_gen_[i]};
-    mu_.Await(absl::Condition(
-        +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return a->self->release_gen_[a->i] != a->gen || a->self->shutting_down_;
-        },
-        &args));
-    --waiting_[i];
-  }
-  return absl::OkStatus();
-}
+FakeSyscalls::~FakeSyscalls() { Shutdown(); }
 
 size_t FakeSyscalls::TopOf(size_t index, const std::string& abs) const {
   while (true) {
@@ -370,10 +334,14 @@ void FakeSyscalls::RemoveTree(size_t index) {
 absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& target,
                                  const std::string& fstype, unsigned long flags,
                                  const std::string& data) {
-  absl::MutexLock lock(&mu_);
-  mount_calls_.push_back(MountCall{source, target, fstype, flags, data});
   std::string what = absl::StrCat(source, " on ", target);
-  RETURN_IF_ERROR(Fault(Op::kMount, what));
+  {
+    absl::MutexLock lock(&mu_);
+    mount_calls_.push_back(MountCall{source, target, fstype, flags, data});
+  }
+  Call call = Enter(Op::kMount, what);
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
   auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake mount ", what)); };
 
   if (flags & MS_MOVE) return fail(EINVAL);
@@ -456,9 +424,13 @@ absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const s
 }
 
 absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
+  {
+    absl::MutexLock lock(&mu_);
+    unmount_calls_.push_back(UnmountCall{target, flags});
+  }
+  Call call = Enter(Op::kUnmount, target);
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  unmount_calls_.push_back(UnmountCall{target, flags});
-  RETURN_IF_ERROR(Fault(Op::kUnmount, target));
   auto fail = [&](int err) {
     return ErrnoError(err, absl::StrCat("fake umount ", target, " (flags ", flags, ")"));
   };
@@ -480,8 +452,9 @@ absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
 }
 
 absl::StatusOr<FsStats> FakeSyscalls::Statfs(const std::string& path) {
+  Call call = Enter(Op::kStatfs, path);
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kStatfs, path));
   Step at;
   int err = Resolve(path, true, &at);
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
@@ -490,8 +463,9 @@ absl::StatusOr<FsStats> FakeSyscalls::Statfs(const std::string& path) {
 }
 
 absl::StatusOr<FileInfo> FakeSyscalls::Stat(const std::string& path) {
+  Call call = Enter(Op::kStat, path);
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kStat, path));
   Step at;
   int err = Resolve(path, false, &at);
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
@@ -500,8 +474,9 @@ absl::StatusOr<FileInfo> FakeSyscalls::Stat(const std::string& path) {
 }
 
 absl::Status FakeSyscalls::Mkdir(const std::string& path, uint32_t mode) {
+  Call call = Enter(Op::kMkdir, path);
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kMkdir, path));
   Node node;
   node.type = Node::kDir;
   node.mode = mode & 07777;
@@ -511,8 +486,9 @@ absl::Status FakeSyscalls::Mkdir(const std::string& path, uint32_t mode) {
 }
 
 absl::Status FakeSyscalls::Rmdir(const std::string& path) {
+  Call call = Enter(Op::kRmdir, path);
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kRmdir, path));
   auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake rmdir ", path)); };
   Step parent;
   std::string name;
@@ -544,8 +520,9 @@ absl::Status FakeSyscalls::Rmdir(const std::string& path) {
 }
 
 absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
+  Call call = Enter(Op::kReadMountInfo, "");
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kReadMountInfo, ""));
   std::string out;
   for (const auto& m : mounts_) {
     std::vector<std::string> opts = {(m->flags & MS_RDONLY) ? "ro" : "rw"};
@@ -567,8 +544,9 @@ absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
 
 absl::StatusOr<std::string> FakeSyscalls::ResolveBeneath(const std::string& root,
                                                          const std::string& relative) {
+  Call call = Enter(Op::kResolveBeneath, absl::StrCat(root, " ", relative));
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kResolveBeneath, absl::StrCat(root, " ", relative)));
   std::string context = absl::StrCat("fake resolve \"", relative, "\" beneath ", root);
   if (relative.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": contains NUL"));
@@ -656,9 +634,10 @@ absl::Status FakeSyscalls::WalkTree(const std::string& root, const TreeLimits& l
   };
   std::vector<Item> items;
   std::shared_ptr<Fs> fs;
+  Call call = Enter(Op::kWalkTree, root);
+  RETURN_IF_ERROR(call.status());
   {
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(Fault(Op::kWalkTree, root));
     auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake walk ", root)); };
     Step at;
     int err = Resolve(root, false, &at);
@@ -730,8 +709,9 @@ absl::Status FakeSyscalls::WalkTree(const std::string& root, const TreeLimits& l
 
 absl::Status FakeSyscalls::MkdirBeneath(const std::string& root, const std::string& relative,
                                         uint32_t mode) {
+  Call call = Enter(Op::kMkdirBeneath, absl::StrCat(root, "/", relative));
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kMkdirBeneath, absl::StrCat(root, "/", relative)));
   Node node;
   node.type = Node::kDir;
   node.mode = mode & 07777;
@@ -742,8 +722,9 @@ absl::Status FakeSyscalls::MkdirBeneath(const std::string& root, const std::stri
 
 absl::StatusOr<FileInfo> FakeSyscalls::StatBeneath(const std::string& root,
                                                    const std::string& relative) {
+  Call call = Enter(Op::kStatBeneath, absl::StrCat(root, "/", relative));
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kStatBeneath, absl::StrCat(root, "/", relative)));
   Step at;
   int err = ResolveStrict(root, relative, false, &at, nullptr);
   if (err != 0) return StrictError(err, "statx", root, relative);
@@ -753,8 +734,9 @@ absl::StatusOr<FileInfo> FakeSyscalls::StatBeneath(const std::string& root,
 absl::StatusOr<std::string> FakeSyscalls::ReadFileBeneath(const std::string& root,
                                                           const std::string& relative,
                                                           size_t max_bytes) {
+  Call call = Enter(Op::kReadFileBeneath, absl::StrCat(root, "/", relative));
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kReadFileBeneath, absl::StrCat(root, "/", relative)));
   Step at;
   int err = ResolveStrict(root, relative, false, &at, nullptr);
   if (err == 0 && NodeAt(at)->type != Node::kFile) err = EISDIR;
@@ -764,8 +746,9 @@ absl::StatusOr<std::string> FakeSyscalls::ReadFileBeneath(const std::string& roo
 
 absl::Status FakeSyscalls::CreateFileBeneath(const std::string& root, const std::string& relative,
                                              const std::string& content, uint32_t mode) {
+  Call call = Enter(Op::kCreateFileBeneath, absl::StrCat(root, "/", relative));
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kCreateFileBeneath, absl::StrCat(root, "/", relative)));
   Node node;
   node.type = Node::kFile;
   node.mode = mode & 07777;
@@ -778,8 +761,9 @@ absl::Status FakeSyscalls::CreateFileBeneath(const std::string& root, const std:
 absl::Status FakeSyscalls::SetOwnerBeneath(const std::string& root, const std::string& relative,
                                            std::optional<uint32_t> uid, std::optional<uint32_t> gid,
                                            uint32_t mode) {
+  Call call = Enter(Op::kSetOwnerBeneath, absl::StrCat(root, "/", relative));
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kSetOwnerBeneath, absl::StrCat(root, "/", relative)));
   Step at;
   int err = ResolveStrict(root, relative, false, &at, nullptr);
   if (err == 0 && (mounts_[at.mount]->flags & MS_RDONLY)) err = EROFS;
@@ -793,8 +777,9 @@ absl::Status FakeSyscalls::SetOwnerBeneath(const std::string& root, const std::s
 
 absl::Status FakeSyscalls::RemoveTreeBeneath(const std::string& root, const std::string& relative,
                                              int max_depth) {
+  Call call = Enter(Op::kRemoveTreeBeneath, absl::StrCat(root, "/", relative));
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kRemoveTreeBeneath, absl::StrCat(root, "/", relative)));
   Step at;
   int err = ResolveStrict(root, relative, false, &at, nullptr);
   if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
@@ -831,8 +816,9 @@ absl::Status FakeSyscalls::RemoveTreeBeneath(const std::string& root, const std:
 }
 
 absl::StatusOr<std::vector<std::string>> FakeSyscalls::ListDir(const std::string& dir) {
+  Call call = Enter(Op::kListDir, dir);
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kListDir, dir));
   Step at;
   int err = Resolve(dir, true, &at);
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
@@ -852,8 +838,9 @@ absl::StatusOr<std::vector<std::string>> FakeSyscalls::ListDir(const std::string
 }
 
 absl::StatusOr<std::unique_ptr<DirWatch>> FakeSyscalls::WatchDir(const std::string& dir) {
+  Call call = Enter(Op::kWatchDir, dir);
+  RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Fault(Op::kWatchDir, dir));
   Step at;
   int err = Resolve(dir, true, &at);
   if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
@@ -972,53 +959,6 @@ int FakeSyscalls::MountCount() const {
   return static_cast<int>(mounts_.size()) - 1;
 }
 
-void FakeSyscalls::FailNext(Op op, int err, int times) {
-  absl::MutexLock lock(&mu_);
-  fail_errno_[OpIndex(op)] = err;
-  fail_times_[OpIndex(op)] = times;
-}
-
-void FakeSyscalls::Hang(Op op) {
-  absl::MutexLock lock(&mu_);
-  hung_[OpIndex(op)] = true;
-}
-
-void FakeSyscalls::HangNext(Op op, int times) {
-  absl::MutexLock lock(&mu_);
-  hang_next_[OpIndex(op)] = times;
-}
-
-void FakeSyscalls::Release(Op op) {
-  absl::MutexLock lock(&mu_);
-  hung_[OpIndex(op)] = false;
-  hang_next_[OpIndex(op)] = 0;
-  ++release_gen_[OpIndex(op)];
-}
-
-int FakeSyscalls::CallCount(Op op) const {
-  absl::MutexLock lock(&mu_);
-  return calls_[OpIndex(op)];
-}
-
-int FakeSyscalls::HungCount(Op op) const {
-  absl::MutexLock lock(&mu_);
-  return waiting_[OpIndex(op)];
-}
-
-bool FakeSyscalls::AwaitHung(Op op, int n, absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  struct Args {
-    const FakeSyscalls* self;
-    int i;
-    int n;
-  } args{this, OpIndex(op), n};
-  return mu_.AwaitWithTimeout(
-      absl::Condition(
-          +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->self->waiting_[a->i] >= a->n; },
-          &args),
-      timeout);
-}
-
 std::vector<FakeSyscalls::MountCall> FakeSyscalls::MountCalls() const {
   absl::MutexLock lock(&mu_);
   return mount_calls_;
@@ -1030,8 +970,8 @@ std::vector<FakeSyscalls::UnmountCall> FakeSyscalls::UnmountCalls() const {
 }
 
 void FakeSyscalls::ResetCounters() {
+  ResetCalls();
   absl::MutexLock lock(&mu_);
-  calls_ = {};
   mount_calls_.clear();
   unmount_calls_.clear();
 }

@@ -9,10 +9,9 @@
 // A "broken" mount answers every lookup with an errno (ENOTCONN by default),
 // like a FUSE mount whose daemon died, but can still be unmounted.
 //
-// Fault switches: FailNext(op, errno, n) fails the next n calls of op;
-// Hang(op) blocks every call of op until Release(op); HangNext(op, n) blocks
-// only the next n calls (also until Release). Every call is counted
-// (CallCount), mount and unmount calls are recorded.
+// Fault switches (fault_injector.h): FailNext(op, errno, n), Hang(op),
+// HangNext(op, n), Release(op), CallCount(op); mount and unmount calls are
+// recorded too.
 //
 // Differences from Linux, on purpose: no umask, no permission checks, MS_REC
 // does not copy submounts, MS_MOVE is not supported (EINVAL), relative paths
@@ -36,11 +35,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "pkg/volume/fake_dir_watch.h"
+#include "pkg/volume/fault_injector.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
 
-class FakeSyscalls : public Syscalls {
+class FakeSyscalls : public Syscalls, public FaultInjector {
  public:
   using Op = SyscallOp;
 
@@ -132,18 +132,10 @@ class FakeSyscalls : public Syscalls {
   // Number of mounts besides the root file system.
   int MountCount() const;
 
-  // Fault switches and counters.
-  void FailNext(Op op, int err, int times = 1);
-  void Hang(Op op);
-  void HangNext(Op op, int times = 1);
-  // Lets every blocked call of `op` go on and stops Hang(op).
-  void Release(Op op);
-  int CallCount(Op op) const;
-  // Calls of `op` blocked by Hang right now, and a bounded wait for `n` of them.
-  int HungCount(Op op) const;
-  bool AwaitHung(Op op, int n, absl::Duration timeout) const;
+  // The recorded calls.
   std::vector<MountCall> MountCalls() const;
   std::vector<UnmountCall> UnmountCalls() const;
+  // Zeroes the call counts and forgets the recorded calls.
   void ResetCounters();
 
  private:
@@ -152,10 +144,6 @@ class FakeSyscalls : public Syscalls {
   struct Fs;
   struct MountRec;
   struct Step;
-
-  // Counts the call, applies FailNext and Hang (a hung call counts as in
-  // flight). Called with mu_ held.
-  absl::Status Fault(Op op, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Path walking; these return 0 or an errno.
   size_t TopOf(size_t index, const std::string& abs) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -194,18 +182,9 @@ class FakeSyscalls : public Syscalls {
   bool report_mount_id_ ABSL_GUARDED_BY(mu_) = true;
   bool report_mount_root_ ABSL_GUARDED_BY(mu_) = true;
 
-  std::array<int, kNumSyscallOps> calls_ ABSL_GUARDED_BY(mu_) = {};
-  std::array<int, kNumSyscallOps> fail_errno_ ABSL_GUARDED_BY(mu_) = {};
-  std::array<int, kNumSyscallOps> fail_times_ ABSL_GUARDED_BY(mu_) = {};
-  std::array<bool, kNumSyscallOps> hung_ ABSL_GUARDED_BY(mu_) = {};
-  std::array<int, kNumSyscallOps> hang_next_ ABSL_GUARDED_BY(mu_) = {};
-  std::array<int, kNumSyscallOps> release_gen_ ABSL_GUARDED_BY(mu_) = {};
-  std::array<int, kNumSyscallOps> waiting_ ABSL_GUARDED_BY(mu_) = {};
   std::vector<MountCall> mount_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<UnmountCall> unmount_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, std::weak_ptr<FakeDirEvents>>> watches_ ABSL_GUARDED_BY(mu_);
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace lustre_csi::volume

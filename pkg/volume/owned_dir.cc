@@ -103,9 +103,22 @@ absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::s
         existing.has_value() ? absl::StrCat(" (it belongs to ", existing->volume, ")")
                              : " (no owner marker)"));
   }
-  RETURN_IF_ERROR(sys.SetOwnerBeneath(root, clean, options.uid, options.gid, options.mode & 07777));
-  return sys.CreateFileBeneath(root, absl::StrCat(clean, "/", kOwnerMarkerName),
-                               FormatMarker(owner), 0444);
+  absl::Status finished = [&] {
+    RETURN_IF_ERROR(
+        sys.SetOwnerBeneath(root, clean, options.uid, options.gid, options.mode & 07777));
+    return sys.CreateFileBeneath(root, absl::StrCat(clean, "/", kOwnerMarkerName),
+                                 FormatMarker(owner), 0444);
+  }();
+  if (finished.ok()) return finished;
+  // A directory without its marker would block every retry (it is not the
+  // volume's): take back what this call made. Parents stay; others may use
+  // them.
+  absl::Status undo = sys.RemoveTreeBeneath(root, clean, 1);
+  if (!undo.ok()) {
+    return Annotate(finished, absl::StrCat("creating ", root, "/", clean,
+                                           " (and removing it again: ", undo.message(), ")"));
+  }
+  return finished;
 }
 
 absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(Syscalls& sys, const std::string& root,

@@ -3,11 +3,14 @@
 // seam and both implementations of the *Beneath calls must agree.
 #include "pkg/volume/owned_dir.h"
 
+#include <cerrno>
 #include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "pkg/volume/errno_status.h"
 #include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/fault_syscalls.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/test_dir.h"
 
@@ -150,6 +153,30 @@ TEST_P(OwnedDirTest, SymlinksAndEscapesAreRefused) {
   EXPECT_EQ(ReleaseOwnedDir(*sys_, Sub("fs"), "planted", "pvc-9").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Exists("outside/marker"));
+}
+
+// Regression: a marker that could not be written left the directory behind,
+// and every retry of the CreateVolume was ALREADY_EXISTS ("no owner marker").
+TEST_P(OwnedDirTest, AFailedCreateLeavesNoDirectoryBehind) {
+  for (SyscallOp op : {SyscallOp::kSetOwnerBeneath, SyscallOp::kCreateFileBeneath}) {
+    FaultSyscalls faults(sys_.get());
+    faults.FailNext(op, EIO);
+    absl::Status s = CreateOwnedDir(faults, root_, "team/vol", {}, {"pvc-1", true});
+    EXPECT_EQ(ErrnoOf(s), EIO) << SyscallOpName(op) << ": " << s;
+    EXPECT_FALSE(Exists("team/vol")) << SyscallOpName(op);
+    EXPECT_TRUE(Exists("team"));  // a parent others may share
+    ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "team/vol", {}, {"pvc-1", true}).ok());
+    ASSERT_TRUE(*ReleaseOwnedDir(*sys_, root_, "team/vol", "pvc-1"));
+  }
+}
+
+TEST_P(OwnedDirTest, AnUndoThatFailsIsReported) {
+  FaultSyscalls faults(sys_.get());
+  faults.FailNext(SyscallOp::kCreateFileBeneath, EIO);
+  faults.FailNext(SyscallOp::kRemoveTreeBeneath, EBUSY);
+  absl::Status s = CreateOwnedDir(faults, root_, "vol", {}, {"pvc-1", true});
+  EXPECT_EQ(ErrnoOf(s), EIO) << s;
+  EXPECT_NE(s.message().find("removing it again"), absl::string_view::npos) << s;
 }
 
 INSTANTIATE_TEST_SUITE_P(LinuxAndFake, OwnedDirTest, testing::Values(true, false),

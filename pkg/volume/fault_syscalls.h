@@ -1,0 +1,60 @@
+// FaultSyscalls: the fault switches of fault_injector.h in front of any
+// Syscalls, the real one included, so a test can make one call of the real
+// kernel fail or hang and see what the code above does with it. Calls that
+// pass go to the wrapped implementation unchanged. BindMountWithFlags and
+// BindBeneath count as kMount. The target is borrowed and must outlive the
+// wrapper. Thread-safe when the target is.
+#ifndef LUSTRE_CSI_PKG_VOLUME_FAULT_SYSCALLS_H_
+#define LUSTRE_CSI_PKG_VOLUME_FAULT_SYSCALLS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pkg/volume/fault_injector.h"
+#include "pkg/volume/syscalls_wrapper.h"
+
+namespace lustre_csi::volume {
+
+class FaultSyscalls : public SyscallsWrapper, public FaultInjector {
+ public:
+  explicit FaultSyscalls(Syscalls* target) : SyscallsWrapper(target) {}
+  ~FaultSyscalls() override { Shutdown(); }
+
+  absl::Status Mount(const std::string& source, const std::string& target,
+                     const std::string& fstype, unsigned long flags,
+                     const std::string& data) override;
+  absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
+                                  bool recursive, unsigned long flags) override;
+  absl::Status BindBeneath(const std::string& root, const std::string& relative,
+                           const std::string& target, unsigned long flags) override;
+  absl::Status Unmount(const std::string& target, int flags) override;
+  absl::StatusOr<FsStats> Statfs(const std::string& path) override;
+  absl::StatusOr<FileInfo> Stat(const std::string& path) override;
+  absl::Status Mkdir(const std::string& path, uint32_t mode) override;
+  absl::Status Rmdir(const std::string& path) override;
+  absl::StatusOr<std::string> ReadMountInfo() override;
+  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
+                                             const std::string& relative) override;
+  absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
+                        const TreeVisitor& visit) override;
+  absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
+                            uint32_t mode) override;
+  absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
+                                       const std::string& relative) override;
+  absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
+                                              size_t max_bytes) override;
+  absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
+                                 const std::string& content, uint32_t mode) override;
+  absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
+                               std::optional<uint32_t> uid, std::optional<uint32_t> gid,
+                               uint32_t mode) override;
+  absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
+                                 int max_depth) override;
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
+  absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override;
+};
+
+}  // namespace lustre_csi::volume
+
+#endif  // LUSTRE_CSI_PKG_VOLUME_FAULT_SYSCALLS_H_
