@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "pkg/base/status_macros.h"
-#include "pkg/csimanager/path_segment.h"
+#include "pkg/csimanager/types.h"
 #include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {

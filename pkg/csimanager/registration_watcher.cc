@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "glog/logging.h"
-#include "pkg/csimanager/path_segment.h"
+#include "pkg/csimanager/types.h"
 #include "pkg/server/endpoint.h"
 #include "proto/pluginregistration.grpc.pb.h"
 

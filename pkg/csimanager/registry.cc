@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "pkg/base/status_macros.h"
-#include "pkg/csimanager/path_segment.h"
+#include "pkg/csimanager/types.h"
 #include "pkg/server/endpoint.h"
 
 namespace lustre_csi::csimanager {

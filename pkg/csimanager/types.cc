@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace lustre_csi::csimanager {
@@ -227,6 +228,25 @@ absl::StatusOr<ClaimKey> KeyOf(const Claim& claim) {
   absl::StatusOr<std::string> usage = UsageName(claim.usage);
   if (!usage.ok()) return usage.status();
   return ClaimKey{claim.plugin, claim.namespace_, claim.volume_id, claim.alloc_id, *usage};
+}
+
+absl::Status ValidatePluginName(absl::string_view name) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid plugin name \"", absl::CHexEscape(name), "\": ", why));
+  };
+  auto plain = [](unsigned char c) {
+    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+  };
+  if (name.empty()) return bad("empty");
+  if (name.size() > 63) return bad("longer than 63 characters");
+  for (unsigned char c : name) {
+    if (!plain(c)) return bad("only letters, digits, '-', '_' and '.' are allowed");
+  }
+  if (!absl::ascii_isalnum(name.front()) || !absl::ascii_isalnum(name.back())) {
+    return bad("must start and end with a letter or digit");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace lustre_csi::csimanager

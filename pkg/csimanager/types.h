@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -184,6 +185,11 @@ struct ClaimKey {
 
 // The key of `claim`; INVALID_ARGUMENT when its usage has no name.
 absl::StatusOr<ClaimKey> KeyOf(const Claim& claim);
+
+// A CSI driver name: 1 to 63 characters, alphanumerics, '-', '_' and '.',
+// starting and ending with an alphanumeric. INVALID_ARGUMENT otherwise.
+// Plugin names are validated, never escaped, before they become paths.
+absl::Status ValidatePluginName(absl::string_view name);
 
 }  // namespace lustre_csi::csimanager
 

@@ -74,5 +74,25 @@ TEST(TypesTest, NamesRoundTrip) {
   EXPECT_EQ(StaticPluginId(PluginType::kNode, "x.csi.io"), "static:node:x.csi.io");
 }
 
+struct NameCase {
+  std::string name;
+  bool ok;
+};
+
+class ValidatePluginNameTest : public ::testing::TestWithParam<NameCase> {};
+
+TEST_P(ValidatePluginNameTest, FollowsCsiRules) {
+  EXPECT_EQ(ValidatePluginName(GetParam().name).ok(), GetParam().ok) << GetParam().name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ValidatePluginNameTest,
+    ::testing::Values(NameCase{"azurelustre.csi.azure.com", true}, NameCase{"a", true},
+                      NameCase{"hostpath.csi.k8s.io", true}, NameCase{"my_plugin-2", true},
+                      NameCase{std::string(63, 'x'), true}, NameCase{std::string(64, 'x'), false},
+                      NameCase{"", false}, NameCase{".hidden", false}, NameCase{"trail-", false},
+                      NameCase{"a/b", false}, NameCase{"..", false}, NameCase{"sp ace", false},
+                      NameCase{std::string("a\0b", 3), false}));
+
 }  // namespace
 }  // namespace lustre_csi::csimanager

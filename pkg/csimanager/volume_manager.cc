@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "pkg/base/status_macros.h"
-#include "pkg/csimanager/path_segment.h"
+#include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -40,6 +40,18 @@ std::string Describe(const ClaimKey& key) {
 std::string Dirname(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// `id` as one path segment (pkg/volume's escaping). INVALID_ARGUMENT, naming
+// `what`, for an empty id and for one too long to be escaped reversibly.
+absl::StatusOr<std::string> Segment(absl::string_view id, absl::string_view what) {
+  if (id.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  std::string segment = volume::EscapePathSegment(id);
+  if (!volume::UnescapePathSegment(segment).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is too long for a path segment (", id.size(), " bytes)"));
+  }
+  return segment;
 }
 
 absl::Status IgnoreNotFound(absl::Status status) {
@@ -79,27 +91,26 @@ VolumeManager::VolumeManager(std::string plugin, VolumeManagerOptions options,
 absl::StatusOr<std::string> VolumeManager::StagingPath(const std::string& namespace_,
                                                        const std::string& volume_id,
                                                        const std::string& usage) const {
-  ASSIGN_OR_RETURN(std::string ns, EscapeSegment(namespace_, "namespace"));
-  ASSIGN_OR_RETURN(std::string volume, EscapeSegment(volume_id, "volume id"));
-  ASSIGN_OR_RETURN(std::string use, EscapeSegment(usage, "usage"));
+  ASSIGN_OR_RETURN(std::string ns, Segment(namespace_, "namespace"));
+  ASSIGN_OR_RETURN(std::string volume, Segment(volume_id, "volume id"));
+  ASSIGN_OR_RETURN(std::string use, Segment(usage, "usage"));
   return absl::StrCat(options_.root, "/staging/", ns, "/", volume, "/", use);
 }
 
 absl::StatusOr<std::string> VolumeManager::VolumeKey(const std::string& namespace_,
                                                      const std::string& volume_id) const {
-  ASSIGN_OR_RETURN(std::string ns, EscapeSegment(namespace_, "namespace"));
-  ASSIGN_OR_RETURN(std::string volume, EscapeSegment(volume_id, "volume id"));
+  ASSIGN_OR_RETURN(std::string ns, Segment(namespace_, "namespace"));
+  ASSIGN_OR_RETURN(std::string volume, Segment(volume_id, "volume id"));
   return absl::StrCat(ns, "/", volume);
 }
 
 absl::StatusOr<std::string> VolumeManager::TargetPath(const std::string& alloc_id,
                                                       const std::string& volume_id,
                                                       const std::string& usage) const {
-  absl::StatusOr<std::string> alloc = EscapeSegment(alloc_id, "alloc id");
-  if (!alloc.ok()) return alloc.status();
-  ASSIGN_OR_RETURN(std::string volume, EscapeSegment(volume_id, "volume id"));
-  ASSIGN_OR_RETURN(std::string use, EscapeSegment(usage, "usage"));
-  return absl::StrCat(options_.root, "/per-alloc/", *alloc, "/", volume, "/", use);
+  ASSIGN_OR_RETURN(std::string alloc, Segment(alloc_id, "alloc id"));
+  ASSIGN_OR_RETURN(std::string volume, Segment(volume_id, "volume id"));
+  ASSIGN_OR_RETURN(std::string use, Segment(usage, "usage"));
+  return absl::StrCat(options_.root, "/per-alloc/", alloc, "/", volume, "/", use);
 }
 
 absl::StatusOr<VolumeManager::Layout> VolumeManager::LayoutOf(const std::string& namespace_,
@@ -113,6 +124,33 @@ absl::StatusOr<VolumeManager::Layout> VolumeManager::LayoutOf(const std::string&
   ASSIGN_OR_RETURN(at.volume_key, VolumeKey(namespace_, volume_id));
   at.key = ClaimKey{plugin_, namespace_, volume_id, alloc_id, std::move(name)};
   return at;
+}
+
+void VolumeManager::UseRecordedPaths(Layout& at) {
+  absl::MutexLock lock(&mu_);
+  auto claim = claims_.find(at.key);
+  if (claim != claims_.end()) {
+    at.target = claim->second.mount.target;
+    if (claim->second.mount.staged) at.staging = claim->second.mount.source;
+    return;
+  }
+  if (std::optional<std::string> staging = RecordedStaging(at.key)) at.staging = *staging;
+}
+
+std::optional<std::string> VolumeManager::RecordedStaging(const ClaimKey& key) {
+  for (const auto& [path, record] : stagings_) {
+    if (record.namespace_ == key.namespace_ && record.volume_id == key.volume_id &&
+        record.usage == key.usage) {
+      return path;
+    }
+  }
+  for (const auto& [other, claim] : claims_) {
+    if (other.namespace_ == key.namespace_ && other.volume_id == key.volume_id &&
+        other.usage == key.usage && claim.mount.staged) {
+      return claim.mount.source;
+    }
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<RestoreReport> VolumeManager::Restore() {
@@ -248,8 +286,12 @@ int VolumeManager::OtherUsers(const std::string& staging, const ClaimKey& self) 
 
 int VolumeManager::UsageCount(const std::string& namespace_, const std::string& volume_id,
                               const std::string& usage) {
-  absl::StatusOr<std::string> staging = StagingPath(namespace_, volume_id, usage);
-  if (!staging.ok()) return 0;
+  std::optional<std::string> staging;
+  {
+    absl::MutexLock lock(&mu_);
+    staging = RecordedStaging(ClaimKey{plugin_, namespace_, volume_id, "", usage});
+  }
+  if (!staging.has_value()) return 0;
   return OtherUsers(*staging, ClaimKey());
 }
 
@@ -351,10 +393,11 @@ absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKe
 
 absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request) {
   if (request.remote_id.empty()) return absl::InvalidArgumentError("remote volume id is empty");
-  ASSIGN_OR_RETURN(const Layout at, LayoutOf(request.namespace_, request.volume_id,
-                                             request.alloc_id, request.usage));
+  ASSIGN_OR_RETURN(
+      Layout at, LayoutOf(request.namespace_, request.volume_id, request.alloc_id, request.usage));
   std::string what = Describe(at.key);
   KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
+  UseRecordedPaths(at);
 
   std::optional<Claim> existing;
   {

@@ -5,7 +5,10 @@
 //   staging: <root>/staging/<namespace>/<volume>/<usage>
 //   publish: <root>/per-alloc/<alloc>/<volume>/<usage>
 // where usage is UsageName() (e.g. "rw-file-system-multi-node-multi-writer")
-// and ids are escaped into single segments (path_segment.h).
+// and ids are escaped into single segments by pkg/volume's EscapePathSegment
+// (an id too long to escape reversibly is INVALID_ARGUMENT). Paths already in
+// the book win over computed ones, so claims and stages made with another
+// escaping keep their paths (see UseRecordedPaths).
 //
 // MountVolume stages only when the plugin advertises STAGE_UNSTAGE_VOLUME and
 // the book (the staging records in the store) has no finished stage of that
@@ -183,6 +186,13 @@ class VolumeManager {
   };
   absl::StatusOr<Layout> LayoutOf(const std::string& namespace_, const std::string& volume_id,
                                   const std::string& alloc_id, const VolumeUsage& usage) const;
+  // Paths the book already holds win over computed ones: the claim's own,
+  // or the staging path in use for the same volume and usage. Paths made by
+  // an earlier version (another escaping of ids) keep working.
+  void UseRecordedPaths(Layout& at);
+  // The staging path recorded for `key`'s namespace, volume and usage.
+  std::optional<std::string> RecordedStaging(const ClaimKey& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `call` with the retry policy.
   absl::Status WithRetries(absl::string_view what,
                            const std::function<absl::Status(const CallOptions&)>& call);

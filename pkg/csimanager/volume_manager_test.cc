@@ -188,8 +188,12 @@ INSTANTIATE_TEST_SUITE_P(
         PathCase{"../etc", "a/b", "..", "rw-x", "/var/lib/csi/p/staging/..%2Fetc/a%2Fb/rw-x",
                  "/var/lib/csi/p/per-alloc/%2E%2E/a%2Fb/rw-x"},
         PathCase{"ns", "vol#fs#10.0.0.4", "a", "rw-x",
-                 "/var/lib/csi/p/staging/ns/vol%23fs%2310.0.0.4/rw-x",
-                 "/var/lib/csi/p/per-alloc/a/vol%23fs%2310.0.0.4/rw-x"}));
+                 "/var/lib/csi/p/staging/ns/vol#fs#10.0.0.4/rw-x",
+                 "/var/lib/csi/p/per-alloc/a/vol#fs#10.0.0.4/rw-x"},
+        PathCase{"ns", "vol[0]", "a b", "rw-x", "/var/lib/csi/p/staging/ns/vol[0]/rw-x",
+                 "/var/lib/csi/p/per-alloc/a%20b/vol[0]/rw-x"},
+        PathCase{"ns", "50%~", "\n", "rw-x", "/var/lib/csi/p/staging/ns/50%25%7E/rw-x",
+                 "/var/lib/csi/p/per-alloc/%0A/50%25%7E/rw-x"}));
 
 TEST(PathLayoutTest, EmptyIdsAreRejected) {
   VolumeManagerOptions options;
@@ -198,6 +202,63 @@ TEST(PathLayoutTest, EmptyIdsAreRejected) {
   EXPECT_EQ(manager.StagingPath("", "v", "u").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(manager.TargetPath("", "v", "u").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(manager.TargetPath("a", "", "u").status().code(), absl::StatusCode::kInvalidArgument);
+  // Too long to escape reversibly.
+  EXPECT_EQ(manager.TargetPath(std::string(256, 'a'), "v", "u").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager.StagingPath("ns", std::string(86, '/'), "u").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Claims and stages recorded by a version that escaped ids another way
+// ('#' as %23) keep their paths: a new allocation of the same volume
+// publishes from the recorded staging path, no second stage is made, and
+// unmounts go where the claims say.
+TEST_F(VolumeManagerTest, PathsRecordedWithAnotherEscapingKeepWorking) {
+  StartPlugin(/*stage_unstage=*/true);
+  const std::string volume = "pvc-1#lustrefs#10.0.0.4";
+  const std::string old_staging = Staging("pvc-1%23lustrefs%2310.0.0.4");
+  const std::string old_target = Target("a1", "pvc-1%23lustrefs%2310.0.0.4");
+  StagingRecord record;
+  record.plugin = kPlugin;
+  record.path = old_staging;
+  record.namespace_ = "default";
+  record.volume_id = volume;
+  record.remote_id = "remote-" + volume;
+  record.usage = kRwUsage;
+  record.state = StagingState::kStaged;
+  ASSERT_TRUE(store_->PutStaging(record).ok());
+  Claim claim;
+  claim.plugin = kPlugin;
+  claim.namespace_ = "default";
+  claim.volume_id = volume;
+  claim.remote_id = "remote-" + volume;
+  claim.alloc_id = "a1";
+  claim.usage = RwUsage();
+  claim.mount = {old_staging, old_target, true};
+  claim.state = ClaimState::kMounted;
+  ASSERT_TRUE(store_->PutClaim(claim).ok());
+  mounts_.SetMounted(old_staging, true);
+  mounts_.SetMounted(old_target, true);
+  auto manager = NewManager();
+  EXPECT_EQ(last_report_.mounted, 1);
+
+  absl::StatusOr<MountInfo> again = manager->MountVolume(Mount("a1", volume));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->target, old_target);
+  absl::StatusOr<MountInfo> second = manager->MountVolume(Mount("a2", volume));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->source, old_staging);
+  EXPECT_EQ(second->target, Target("a2", volume));
+  EXPECT_EQ(manager->UsageCount("default", volume, kRwUsage), 2);
+
+  ASSERT_TRUE(manager->UnmountVolume(Unmount("a1", volume)).ok());
+  ASSERT_TRUE(manager->UnmountVolume(Unmount("a2", volume)).ok());
+  EXPECT_THAT(VolumeCalls(), ElementsAre(absl::StrCat("NodePublishVolume ", Target("a2", volume)),
+                                         absl::StrCat("NodeUnpublishVolume ", old_target),
+                                         absl::StrCat("NodeUnpublishVolume ", Target("a2", volume)),
+                                         absl::StrCat("NodeUnstageVolume ", old_staging)));
+  EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
 }
 
 TEST_F(VolumeManagerTest, WithoutStagingOnlyPublishes) {
