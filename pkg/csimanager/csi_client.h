@@ -1,5 +1,6 @@
 // CsiClient: a thin, synchronous wrapper over one plugin's csi.v1 Identity,
-// Node and Controller stubs.
+// Node and Controller stubs, in plain structs: the csi.v1 messages are built
+// and read here and nowhere else in the manager's logic.
 //
 // Every call carries its own real-time deadline and can be cut short through
 // a CancelToken; calls fail fast with UNAVAILABLE when nothing listens on the
@@ -15,15 +16,19 @@
 #ifndef LUSTRE_CSI_PKG_CSIMANAGER_CSI_CLIENT_H_
 #define LUSTRE_CSI_PKG_CSIMANAGER_CSI_CLIENT_H_
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "pkg/base/cancel.h"
+#include "pkg/csimanager/types.h"
 #include "proto/csi.grpc.pb.h"
 
 namespace lustre_csi::csimanager {
@@ -31,6 +36,55 @@ namespace lustre_csi::csimanager {
 struct CallOptions {
   absl::Duration timeout = absl::Minutes(2);
   base::CancelToken* cancel = nullptr;  // not owned; may be null
+};
+
+using StringMap = std::map<std::string, std::string>;
+
+// GetPluginInfo's answer.
+struct PluginInfo {
+  std::string name;
+  std::string vendor_version;
+};
+
+// Capabilities by their spec names ("CONTROLLER_SERVICE",
+// "VOLUME_EXPANSION_ONLINE", "STAGE_UNSTAGE_VOLUME", ...), with the ones the
+// manager acts on picked out.
+struct PluginCapabilities {
+  std::vector<std::string> names;
+  bool controller_service = false;
+};
+struct NodeCapabilities {
+  std::vector<std::string> names;
+  bool stage_unstage = false;
+};
+struct ControllerCapabilities {
+  std::vector<std::string> names;
+};
+
+// NodeGetInfo's answer.
+struct PluginNodeInfo {
+  std::string node_id;
+  int64_t max_volumes = 0;
+  StringMap topology;
+};
+
+struct StageRequest {
+  std::string volume_id;  // the plugin's own id of the volume
+  std::string staging_path;
+  VolumeUsage usage;  // the capability: block or mount (fs type, flags), access mode
+  StringMap publish_context;
+  StringMap volume_context;
+  StringMap secrets;
+};
+
+struct PublishRequest {
+  std::string volume_id;
+  std::string staging_path;  // empty when the volume is not staged
+  std::string target_path;
+  VolumeUsage usage;  // the capability, and read-only
+  StringMap publish_context;
+  StringMap volume_context;
+  StringMap secrets;
 };
 
 class CsiClient {
@@ -50,25 +104,22 @@ class CsiClient {
   CsiClient(const CsiClient&) = delete;
   CsiClient& operator=(const CsiClient&) = delete;
 
-  absl::StatusOr<csi::v1::GetPluginInfoResponse> GetPluginInfo(const CallOptions& options);
-  absl::StatusOr<csi::v1::GetPluginCapabilitiesResponse> GetPluginCapabilities(
-      const CallOptions& options);
-  absl::StatusOr<csi::v1::ProbeResponse> Probe(const CallOptions& options);
+  absl::StatusOr<PluginInfo> GetPluginInfo(const CallOptions& options);
+  absl::StatusOr<PluginCapabilities> GetPluginCapabilities(const CallOptions& options);
+  // OK when the plugin is ready or does not say; UNAVAILABLE when it says it
+  // is not ready.
+  absl::Status Probe(const CallOptions& options);
 
-  absl::StatusOr<csi::v1::NodeGetInfoResponse> NodeGetInfo(const CallOptions& options);
-  absl::StatusOr<csi::v1::NodeGetCapabilitiesResponse> NodeGetCapabilities(
-      const CallOptions& options);
-  absl::Status NodeStageVolume(const csi::v1::NodeStageVolumeRequest& request,
-                               const CallOptions& options);
-  absl::Status NodeUnstageVolume(const csi::v1::NodeUnstageVolumeRequest& request,
+  absl::StatusOr<PluginNodeInfo> NodeGetInfo(const CallOptions& options);
+  absl::StatusOr<NodeCapabilities> NodeGetCapabilities(const CallOptions& options);
+  absl::Status NodeStageVolume(const StageRequest& request, const CallOptions& options);
+  absl::Status NodeUnstageVolume(const std::string& volume_id, const std::string& staging_path,
                                  const CallOptions& options);
-  absl::Status NodePublishVolume(const csi::v1::NodePublishVolumeRequest& request,
-                                 const CallOptions& options);
-  absl::Status NodeUnpublishVolume(const csi::v1::NodeUnpublishVolumeRequest& request,
+  absl::Status NodePublishVolume(const PublishRequest& request, const CallOptions& options);
+  absl::Status NodeUnpublishVolume(const std::string& volume_id, const std::string& target_path,
                                    const CallOptions& options);
 
-  absl::StatusOr<csi::v1::ControllerGetCapabilitiesResponse> ControllerGetCapabilities(
-      const CallOptions& options);
+  absl::StatusOr<ControllerCapabilities> ControllerGetCapabilities(const CallOptions& options);
 
  private:
   Stubs stubs_;

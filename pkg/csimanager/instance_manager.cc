@@ -63,62 +63,33 @@ absl::Status InstanceManager::Probe(PluginStatus& next) {
   call.timeout = options_.fingerprint_timeout;
   call.cancel = &stop_;
 
-  ASSIGN_OR_RETURN(csi::v1::GetPluginInfoResponse info, client->GetPluginInfo(call));
-  if (info.name() != record_.name) {
+  ASSIGN_OR_RETURN(PluginInfo info, client->GetPluginInfo(call));
+  if (info.name != record_.name) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "plugin reports name \"", info.name(), "\" but is registered as \"", record_.name, "\""));
+        "plugin reports name \"", info.name, "\" but is registered as \"", record_.name, "\""));
   }
-  next.vendor_name = info.name();
-  next.vendor_version = info.vendor_version();
+  next.vendor_name = info.name;
+  next.vendor_version = info.vendor_version;
 
-  absl::StatusOr<csi::v1::GetPluginCapabilitiesResponse> caps = client->GetPluginCapabilities(call);
-  if (!caps.ok()) return caps.status();
-  next.plugin_capabilities.clear();
-  next.controller_service = false;
-  for (const csi::v1::PluginCapability& cap : caps->capabilities()) {
-    if (cap.has_service()) {
-      next.plugin_capabilities.push_back(
-          csi::v1::PluginCapability::Service::Type_Name(cap.service().type()));
-      if (cap.service().type() == csi::v1::PluginCapability::Service::CONTROLLER_SERVICE) {
-        next.controller_service = true;
-      }
-    } else if (cap.has_volume_expansion()) {
-      next.plugin_capabilities.push_back(absl::StrCat(
-          "VOLUME_EXPANSION_",
-          csi::v1::PluginCapability::VolumeExpansion::Type_Name(cap.volume_expansion().type())));
-    }
-  }
+  ASSIGN_OR_RETURN(PluginCapabilities caps, client->GetPluginCapabilities(call));
+  next.plugin_capabilities = caps.names;
+  next.controller_service = caps.controller_service;
 
-  ASSIGN_OR_RETURN(csi::v1::ProbeResponse probe, client->Probe(call));
-  if (probe.has_ready() && !probe.ready().value()) {
-    return absl::UnavailableError("Probe: plugin reports it is not ready");
-  }
+  RETURN_IF_ERROR(client->Probe(call));
 
   next.node_capabilities.clear();
   next.stage_unstage = false;
   if (ServesNode(record_.type)) {
-    absl::StatusOr<csi::v1::NodeGetInfoResponse> node = client->NodeGetInfo(call);
-    if (!node.ok()) return node.status();
-    if (node->node_id().empty()) {
+    ASSIGN_OR_RETURN(PluginNodeInfo node, client->NodeGetInfo(call));
+    if (node.node_id.empty()) {
       return absl::FailedPreconditionError("NodeGetInfo: plugin reports no node id");
     }
-    next.node_id = node->node_id();
-    next.max_volumes = node->max_volumes_per_node();
-    next.topology.clear();
-    for (const auto& [key, value] : node->accessible_topology().segments()) {
-      next.topology[key] = value;
-    }
-    absl::StatusOr<csi::v1::NodeGetCapabilitiesResponse> node_caps =
-        client->NodeGetCapabilities(call);
-    if (!node_caps.ok()) return node_caps.status();
-    for (const csi::v1::NodeServiceCapability& cap : node_caps->capabilities()) {
-      if (!cap.has_rpc()) continue;
-      next.node_capabilities.push_back(
-          csi::v1::NodeServiceCapability::RPC::Type_Name(cap.rpc().type()));
-      if (cap.rpc().type() == csi::v1::NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME) {
-        next.stage_unstage = true;
-      }
-    }
+    next.node_id = node.node_id;
+    next.max_volumes = node.max_volumes;
+    next.topology = node.topology;
+    ASSIGN_OR_RETURN(NodeCapabilities node_caps, client->NodeGetCapabilities(call));
+    next.node_capabilities = node_caps.names;
+    next.stage_unstage = node_caps.stage_unstage;
   }
 
   next.controller_capabilities.clear();
@@ -127,14 +98,9 @@ absl::Status InstanceManager::Probe(PluginStatus& next) {
       return absl::FailedPreconditionError(
           "plugin is registered as a controller but does not advertise CONTROLLER_SERVICE");
     }
-    absl::StatusOr<csi::v1::ControllerGetCapabilitiesResponse> controller_caps =
-        client->ControllerGetCapabilities(call);
-    if (!controller_caps.ok()) return controller_caps.status();
-    for (const csi::v1::ControllerServiceCapability& cap : controller_caps->capabilities()) {
-      if (!cap.has_rpc()) continue;
-      next.controller_capabilities.push_back(
-          csi::v1::ControllerServiceCapability::RPC::Type_Name(cap.rpc().type()));
-    }
+    ASSIGN_OR_RETURN(ControllerCapabilities controller_caps,
+                     client->ControllerGetCapabilities(call));
+    next.controller_capabilities = controller_caps.names;
   }
   return absl::OkStatus();
 }

@@ -14,24 +14,6 @@
 namespace lustre_csi::csimanager {
 namespace {
 
-csi::v1::VolumeCapability ToCapability(const VolumeUsage& usage) {
-  csi::v1::VolumeCapability capability;
-  if (usage.attachment_mode == AttachmentMode::kBlockDevice) {
-    capability.mutable_block();
-  } else {
-    csi::v1::VolumeCapability::MountVolume* mount = capability.mutable_mount();
-    mount->set_fs_type(usage.fs_type);
-    for (const std::string& flag : usage.mount_flags) mount->add_mount_flags(flag);
-  }
-  using Mode = csi::v1::VolumeCapability::AccessMode;
-  Mode::Mode mode = Mode::UNKNOWN;
-  if (usage.access_mode != AccessMode::kUnspecified) {
-    Mode::Mode_Parse(AccessModeSpecName(usage.access_mode), &mode);
-  }
-  capability.mutable_access_mode()->set_mode(mode);
-  return capability;
-}
-
 std::string Describe(const ClaimKey& key) {
   return absl::StrCat("volume ", key.namespace_, "/", key.volume_id, " of alloc ", key.alloc_id,
                       " (", key.usage, ")");
@@ -61,13 +43,6 @@ absl::Status IgnoreNotFound(absl::Status status) {
 absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
-}
-
-template <typename Map>
-google::protobuf::Map<std::string, std::string> ToProtoMap(const Map& in) {
-  google::protobuf::Map<std::string, std::string> out;
-  for (const auto& [k, v] : in) out[k] = v;
-  return out;
 }
 
 }  // namespace
@@ -340,11 +315,8 @@ absl::Status VolumeManager::Unstage(StagingRecord record) {
   RETURN_IF_ERROR(SaveStaging(record));
   ASSIGN_OR_RETURN(std::shared_ptr<InstanceManager> instance, Instance(false));
   ASSIGN_OR_RETURN(CsiClient * client, instance->Client());
-  csi::v1::NodeUnstageVolumeRequest request;
-  request.set_volume_id(record.remote_id);
-  request.set_staging_target_path(record.path);
   return IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
-    return client->NodeUnstageVolume(request, o);
+    return client->NodeUnstageVolume(record.remote_id, record.path, o);
   }));
 }
 
@@ -438,7 +410,6 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
   absl::Status saved = SaveClaim(claim);
   if (!saved.ok()) return Annotate(saved, absl::StrCat("recording ", what));
 
-  csi::v1::VolumeCapability capability = ToCapability(request.usage);
   absl::Status result;
   // Staged or not is what the book says, whatever the plugin left at the
   // staging path: stage unless a finished stage is recorded.
@@ -458,13 +429,13 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
       staging_record.state = StagingState::kStaging;
       result = SaveStaging(staging_record);
       if (result.ok()) {
-        csi::v1::NodeStageVolumeRequest stage;
-        stage.set_volume_id(request.remote_id);
-        *stage.mutable_publish_context() = ToProtoMap(request.publish_context);
-        stage.set_staging_target_path(at.staging);
-        *stage.mutable_volume_capability() = capability;
-        *stage.mutable_secrets() = ToProtoMap(request.secrets);
-        *stage.mutable_volume_context() = ToProtoMap(request.volume_context);
+        StageRequest stage;
+        stage.volume_id = request.remote_id;
+        stage.staging_path = at.staging;
+        stage.usage = request.usage;
+        stage.publish_context = request.publish_context;
+        stage.volume_context = request.volume_context;
+        stage.secrets = request.secrets;
         result = WithRetries("NodeStageVolume", [&](const CallOptions& o) {
           return client->NodeStageVolume(stage, o);
         });
@@ -488,15 +459,14 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
     absl::StatusOr<bool> mounted = mounts_->IsMountPoint(at.target);
     result = mounted.status();
     if (result.ok() && !*mounted) {
-      csi::v1::NodePublishVolumeRequest publish;
-      publish.set_volume_id(request.remote_id);
-      *publish.mutable_publish_context() = ToProtoMap(request.publish_context);
-      if (staged) publish.set_staging_target_path(at.staging);
-      publish.set_target_path(at.target);
-      *publish.mutable_volume_capability() = capability;
-      publish.set_readonly(request.usage.read_only);
-      *publish.mutable_secrets() = ToProtoMap(request.secrets);
-      *publish.mutable_volume_context() = ToProtoMap(request.volume_context);
+      PublishRequest publish;
+      publish.volume_id = request.remote_id;
+      if (staged) publish.staging_path = at.staging;
+      publish.target_path = at.target;
+      publish.usage = request.usage;
+      publish.publish_context = request.publish_context;
+      publish.volume_context = request.volume_context;
+      publish.secrets = request.secrets;
       result = WithRetries("NodePublishVolume", [&](const CallOptions& o) {
         return client->NodePublishVolume(publish, o);
       });
@@ -554,12 +524,9 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
       }
       absl::StatusOr<CsiClient*> c = client();
       if (!c.ok()) return Annotate(c.status(), absl::StrCat("unmounting ", what));
-      csi::v1::NodeUnpublishVolumeRequest unpublish;
-      unpublish.set_volume_id(remote_id);
-      unpublish.set_target_path(target);
       absl::Status result =
           IgnoreNotFound(WithRetries("NodeUnpublishVolume", [&](const CallOptions& o) {
-            return (*c)->NodeUnpublishVolume(unpublish, o);
+            return (*c)->NodeUnpublishVolume(remote_id, target, o);
           }));
       if (!result.ok()) return Annotate(result, absl::StrCat("unmounting ", what));
       absl::StatusOr<bool> still = mounts_->IsMountPoint(target);
