@@ -224,6 +224,11 @@ bool ClaimKey::operator<(const ClaimKey& o) const {
          std::tie(o.plugin, o.namespace_, o.volume_id, o.alloc_id, o.usage);
 }
 
+std::string DescribeClaim(const ClaimKey& key) {
+  return absl::StrCat("volume ", key.namespace_, "/", key.volume_id, " of alloc ", key.alloc_id,
+                      " (", key.usage, ")");
+}
+
 absl::StatusOr<ClaimKey> KeyOf(const Claim& claim) {
   absl::StatusOr<std::string> usage = UsageName(claim.usage);
   if (!usage.ok()) return usage.status();

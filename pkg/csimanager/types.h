@@ -183,6 +183,9 @@ struct ClaimKey {
   }
 };
 
+// "volume <namespace>/<id> of alloc <alloc> (<usage>)", for messages.
+std::string DescribeClaim(const ClaimKey& key);
+
 // The key of `claim`; INVALID_ARGUMENT when its usage has no name.
 absl::StatusOr<ClaimKey> KeyOf(const Claim& claim);
 

@@ -14,11 +14,6 @@
 namespace lustre_csi::csimanager {
 namespace {
 
-std::string Describe(const ClaimKey& key) {
-  return absl::StrCat("volume ", key.namespace_, "/", key.volume_id, " of alloc ", key.alloc_id,
-                      " (", key.usage, ")");
-}
-
 std::string Dirname(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
@@ -58,10 +53,10 @@ VolumeManager::VolumeManager(std::string plugin, VolumeManagerOptions options,
     : plugin_(std::move(plugin)),
       options_(std::move(options)),
       resolver_(std::move(resolver)),
-      store_(store),
       mounts_(mounts),
       clock_(clock),
-      cancel_(cancel) {}
+      cancel_(cancel),
+      book_(plugin_, store) {}
 
 absl::StatusOr<std::string> VolumeManager::StagingPath(const std::string& namespace_,
                                                        const std::string& volume_id,
@@ -101,113 +96,11 @@ absl::StatusOr<VolumeManager::Layout> VolumeManager::LayoutOf(const std::string&
   return at;
 }
 
-void VolumeManager::UseRecordedPaths(Layout& at) {
-  absl::MutexLock lock(&mu_);
-  auto claim = claims_.find(at.key);
-  if (claim != claims_.end()) {
-    at.target = claim->second.mount.target;
-    if (claim->second.mount.staged) at.staging = claim->second.mount.source;
-    return;
-  }
-  if (std::optional<std::string> staging = RecordedStaging(at.key)) at.staging = *staging;
-}
+absl::StatusOr<RestoreReport> VolumeManager::Restore() { return book_.Restore(*mounts_); }
 
-std::optional<std::string> VolumeManager::RecordedStaging(const ClaimKey& key) {
-  for (const auto& [path, record] : stagings_) {
-    if (record.namespace_ == key.namespace_ && record.volume_id == key.volume_id &&
-        record.usage == key.usage) {
-      return path;
-    }
-  }
-  for (const auto& [other, claim] : claims_) {
-    if (other.namespace_ == key.namespace_ && other.volume_id == key.volume_id &&
-        other.usage == key.usage && claim.mount.staged) {
-      return claim.mount.source;
-    }
-  }
-  return std::nullopt;
-}
+RestoreReport VolumeManager::last_restore() { return book_.last_restore(); }
 
-absl::StatusOr<RestoreReport> VolumeManager::Restore() {
-  ASSIGN_OR_RETURN(std::vector<Claim> stored, store_->ListClaims());
-  RestoreReport report;
-  std::map<ClaimKey, Claim> mine;
-  for (Claim& claim : stored) {
-    if (claim.plugin != plugin_) continue;
-    absl::StatusOr<ClaimKey> key = KeyOf(claim);
-    if (!key.ok()) return key.status();
-    std::string what = Describe(*key);
-    ++report.claims;
-    absl::StatusOr<bool> target_mounted = mounts_->IsMountPoint(claim.mount.target);
-    if (!target_mounted.ok()) {
-      report.problems.push_back(absl::StrCat(what, ": cannot check target ", claim.mount.target,
-                                             ": ", target_mounted.status().message()));
-    }
-    bool mounted = target_mounted.value_or(false);
-    switch (claim.state) {
-      case ClaimState::kMounted:
-        if (mounted) {
-          ++report.mounted;
-        } else if (target_mounted.ok()) {
-          report.problems.push_back(absl::StrCat(
-              what, ": target ", claim.mount.target,
-              " is not mounted; the claim is kept until the volume is unmounted or mounted again"));
-        }
-        break;
-      case ClaimState::kMounting:
-        ++report.interrupted;
-        report.problems.push_back(absl::StrCat(
-            what, ": a mount was interrupted (target ", mounted ? "mounted" : "not mounted",
-            "); the claim is kept until the volume is unmounted or mounted again"));
-        break;
-      case ClaimState::kUnpublished:
-        ++report.interrupted;
-        report.problems.push_back(absl::StrCat(what, ": unpublished but the unstage of ",
-                                               claim.mount.source,
-                                               " did not finish; the next unmount of the volume "
-                                               "finishes it"));
-        break;
-    }
-    if (claim.mount.staged && claim.state != ClaimState::kUnpublished) {
-      ++report.usage_counts[claim.mount.source];
-    }
-    mine.emplace(*key, std::move(claim));
-  }
-  ASSIGN_OR_RETURN(std::vector<StagingRecord> stored_stagings, store_->ListStagings());
-  std::map<std::string, StagingRecord> stagings;
-  std::set<std::string> claimed_stagings;
-  for (const auto& [key, claim] : mine) {
-    if (claim.mount.staged) claimed_stagings.insert(claim.mount.source);
-  }
-  for (StagingRecord& record : stored_stagings) {
-    if (record.plugin != plugin_) continue;
-    ++report.stagings;
-    // A stage some claim records is reported with that claim.
-    if (claimed_stagings.count(record.path) == 0) {
-      if (record.state != StagingState::kStaged) ++report.interrupted;
-      report.problems.push_back(
-          absl::StrCat("volume ", record.namespace_, "/", record.volume_id, " is ",
-                       StagingStateName(record.state), " at ", record.path,
-                       " without a claim; the next unmount of the volume unstages it"));
-    }
-    std::string path = record.path;
-    stagings.emplace(std::move(path), std::move(record));
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    claims_ = std::move(mine);
-    stagings_ = std::move(stagings);
-    restore_report_ = report;
-  }
-  LOG(INFO) << "plugin " << plugin_ << ": restored " << report.claims << " claims ("
-            << report.mounted << " mounted, " << report.interrupted << " interrupted, "
-            << report.stagings << " staged volumes, " << report.usage_counts.size()
-            << " staging paths in use)";
-  for (const std::string& problem : report.problems) {
-    LOG(WARNING) << "plugin " << plugin_ << ": " << problem;
-  }
-  return report;
-}
+std::vector<Claim> VolumeManager::Claims() { return book_.Claims(); }
 
 absl::StatusOr<std::shared_ptr<InstanceManager>> VolumeManager::Instance(bool require_healthy) {
   std::shared_ptr<InstanceManager> instance = resolver_ ? resolver_() : nullptr;
@@ -249,70 +142,15 @@ absl::Status VolumeManager::WithRetries(
                       absl::StrCat(status.message(), " (gave up after ", attempt, " attempts)"));
 }
 
-int VolumeManager::OtherUsers(const std::string& staging, const ClaimKey& self) {
-  absl::MutexLock lock(&mu_);
-  int users = 0;
-  for (const auto& [key, claim] : claims_) {
-    if (key == self || !claim.mount.staged || claim.mount.source != staging) continue;
-    if (claim.state != ClaimState::kUnpublished) ++users;
-  }
-  return users;
-}
-
 int VolumeManager::UsageCount(const std::string& namespace_, const std::string& volume_id,
                               const std::string& usage) {
-  std::optional<std::string> staging;
-  {
-    absl::MutexLock lock(&mu_);
-    staging = RecordedStaging(ClaimKey{plugin_, namespace_, volume_id, "", usage});
-  }
-  if (!staging.has_value()) return 0;
-  return OtherUsers(*staging, ClaimKey());
-}
-
-absl::Status VolumeManager::SaveClaim(const Claim& claim) {
-  ASSIGN_OR_RETURN(ClaimKey key, KeyOf(claim));
-  RETURN_IF_ERROR(store_->PutClaim(claim));
-  absl::MutexLock lock(&mu_);
-  claims_[key] = claim;
-  return absl::OkStatus();
-}
-
-absl::Status VolumeManager::DropClaims(const std::vector<ClaimKey>& keys) {
-  if (keys.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(store_->DeleteClaims(keys));
-  absl::MutexLock lock(&mu_);
-  for (const ClaimKey& key : keys) claims_.erase(key);
-  return absl::OkStatus();
-}
-
-std::optional<StagingRecord> VolumeManager::FindStaging(const std::string& path) {
-  absl::MutexLock lock(&mu_);
-  auto it = stagings_.find(path);
-  if (it == stagings_.end()) return std::nullopt;
-  return it->second;
-}
-
-absl::Status VolumeManager::SaveStaging(const StagingRecord& record) {
-  RETURN_IF_ERROR(store_->PutStaging(record));
-  absl::MutexLock lock(&mu_);
-  stagings_[record.path] = record;
-  return absl::OkStatus();
-}
-
-absl::Status VolumeManager::DropClaimsAndStaging(const std::vector<ClaimKey>& keys,
-                                                 const std::string& staging) {
-  if (keys.empty() && staging.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(store_->DeleteClaimsAndStaging(keys, plugin_, staging));
-  absl::MutexLock lock(&mu_);
-  for (const ClaimKey& key : keys) claims_.erase(key);
-  if (!staging.empty()) stagings_.erase(staging);
-  return absl::OkStatus();
+  std::optional<std::string> staging = book_.RecordedStaging(namespace_, volume_id, usage);
+  return staging.has_value() ? book_.OtherUsers(*staging, ClaimKey()) : 0;
 }
 
 absl::Status VolumeManager::Unstage(StagingRecord record) {
   record.state = StagingState::kUnstaging;
-  RETURN_IF_ERROR(SaveStaging(record));
+  RETURN_IF_ERROR(book_.SaveStaging(record));
   ASSIGN_OR_RETURN(std::shared_ptr<InstanceManager> instance, Instance(false));
   ASSIGN_OR_RETURN(CsiClient * client, instance->Client());
   return IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
@@ -342,8 +180,8 @@ absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKe
   RemoveDirs(claim.mount.target, options_.root + "/per-alloc");
   std::string drop_staging;
   std::optional<StagingRecord> record =
-      claim.mount.staged ? FindStaging(claim.mount.source) : std::nullopt;
-  if (record.has_value() && OtherUsers(claim.mount.source, key) == 0) {
+      claim.mount.staged ? book_.FindStaging(claim.mount.source) : std::nullopt;
+  if (record.has_value() && book_.OtherUsers(claim.mount.source, key) == 0) {
     if (stage == StageOutcome::kStaged || stage == StageOutcome::kMaybeStaged) {
       // Undo the stage this call made (or may have made).
       absl::Status unstaged = Unstage(*record);
@@ -360,23 +198,18 @@ absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKe
       RemoveDirs(claim.mount.source, options_.root + "/staging");
     }
   }
-  return DropClaimsAndStaging({key}, drop_staging);
+  return book_.DropClaimsAndStaging({key}, drop_staging);
 }
 
 absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request) {
   if (request.remote_id.empty()) return absl::InvalidArgumentError("remote volume id is empty");
   ASSIGN_OR_RETURN(
       Layout at, LayoutOf(request.namespace_, request.volume_id, request.alloc_id, request.usage));
-  std::string what = Describe(at.key);
+  std::string what = DescribeClaim(at.key);
   KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
-  UseRecordedPaths(at);
+  book_.UseRecordedPaths(at.key, &at.staging, &at.target);
 
-  std::optional<Claim> existing;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = claims_.find(at.key);
-    if (it != claims_.end()) existing = it->second;
-  }
+  std::optional<Claim> existing = book_.Find(at.key);
   if (existing.has_value()) {
     if (existing->remote_id != request.remote_id) {
       return absl::FailedPreconditionError(
@@ -407,7 +240,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
   claim.mount.target = at.target;
   claim.state = ClaimState::kMounting;
   if (!existing.has_value()) claim.created_at = clock_->Now();
-  absl::Status saved = SaveClaim(claim);
+  absl::Status saved = book_.SaveClaim(claim);
   if (!saved.ok()) return Annotate(saved, absl::StrCat("recording ", what));
 
   absl::Status result;
@@ -416,7 +249,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
   StageOutcome stage_outcome = StageOutcome::kNotCalled;
   if (staged) {
     result = mounts_->MkdirAll(at.staging, options_.dir_mode);
-    std::optional<StagingRecord> record = FindStaging(at.staging);
+    std::optional<StagingRecord> record = book_.FindStaging(at.staging);
     if (result.ok() && (!record.has_value() || record->state != StagingState::kStaged)) {
       bool new_record = !record.has_value();
       StagingRecord staging_record = record.value_or(StagingRecord());
@@ -427,7 +260,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
       staging_record.remote_id = request.remote_id;
       staging_record.usage = at.key.usage;
       staging_record.state = StagingState::kStaging;
-      result = SaveStaging(staging_record);
+      result = book_.SaveStaging(staging_record);
       if (result.ok()) {
         StageRequest stage;
         stage.volume_id = request.remote_id;
@@ -442,7 +275,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
         if (result.ok()) {
           stage_outcome = StageOutcome::kStaged;
           staging_record.state = StagingState::kStaged;
-          result = SaveStaging(staging_record);
+          result = book_.SaveStaging(staging_record);
         } else if (result.code() == absl::StatusCode::kDeadlineExceeded ||
                    result.code() == absl::StatusCode::kCancelled ||
                    result.code() == absl::StatusCode::kUnknown || !new_record) {
@@ -480,7 +313,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
     return absl::Status(result.code(), message);
   }
   claim.state = ClaimState::kMounted;
-  saved = SaveClaim(claim);
+  saved = book_.SaveClaim(claim);
   if (!saved.ok()) return Annotate(saved, absl::StrCat("recording ", what));
   LOG(INFO) << "mounted " << what << " at " << claim.mount.target
             << (staged ? " (staged at " + claim.mount.source + ")" : "");
@@ -490,15 +323,10 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
 absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest& request) {
   ASSIGN_OR_RETURN(const Layout at, LayoutOf(request.namespace_, request.volume_id,
                                              request.alloc_id, request.usage));
-  std::string what = Describe(at.key);
+  std::string what = DescribeClaim(at.key);
   KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
 
-  std::optional<Claim> existing;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = claims_.find(at.key);
-    if (it != claims_.end()) existing = it->second;
-  }
+  std::optional<Claim> existing = book_.Find(at.key);
   const std::string target = existing ? existing->mount.target : at.target;
   const std::string staging =
       existing ? existing->mount.source : at.staging;  // empty when not staged
@@ -540,32 +368,32 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
     RemoveDirs(target, options_.root + "/per-alloc");
     if (existing) {
       if (!existing->mount.staged) {
-        absl::Status dropped = DropClaims({at.key});
+        absl::Status dropped = book_.DropClaims({at.key});
         if (!dropped.ok()) return dropped;
         LOG(INFO) << "unmounted " << what;
         return UnmountResult{};
       }
       existing->state = ClaimState::kUnpublished;
-      RETURN_IF_ERROR(SaveClaim(*existing));
+      RETURN_IF_ERROR(book_.SaveClaim(*existing));
     }
   }
 
   // Unstage when this was the last user of a stage the book records (or of
   // a stray mount at the staging path that no claim explains).
-  if (OtherUsers(staging, at.key) > 0) {
+  if (book_.OtherUsers(staging, at.key) > 0) {
     if (!existing) return UnmountResult{};
-    absl::Status dropped = DropClaims({at.key});
+    absl::Status dropped = book_.DropClaims({at.key});
     if (!dropped.ok()) return dropped;
     LOG(INFO) << "unmounted " << what << "; " << staging << " stays staged for other users";
     return UnmountResult{};
   }
-  std::optional<StagingRecord> record = FindStaging(staging);
+  std::optional<StagingRecord> record = book_.FindStaging(staging);
   if (!record.has_value()) {
     ASSIGN_OR_RETURN(bool stray, mounts_->IsMountPoint(staging));
     if (!stray || remote_id.empty()) {
       // Nothing staged: the claim (if any) goes.
       if (existing) {
-        absl::Status dropped = DropClaims({at.key});
+        absl::Status dropped = book_.DropClaims({at.key});
         if (!dropped.ok()) return dropped;
         RemoveDirs(staging, options_.root + "/staging");
         LOG(INFO) << "unmounted " << what << " (no stage was recorded)";
@@ -585,17 +413,9 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
                                             " is still a mount point"));
   }
   RemoveDirs(staging, options_.root + "/staging");
-  std::vector<ClaimKey> done;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [k, claim] : claims_) {
-      if (k == at.key ||
-          (claim.state == ClaimState::kUnpublished && claim.mount.source == staging)) {
-        done.push_back(k);
-      }
-    }
-  }
-  RETURN_IF_ERROR(DropClaimsAndStaging(done, staging));
+  std::vector<ClaimKey> done = book_.UnpublishedUsers(staging);
+  if (std::find(done.begin(), done.end(), at.key) == done.end()) done.push_back(at.key);
+  RETURN_IF_ERROR(book_.DropClaimsAndStaging(done, staging));
   LOG(INFO) << "unmounted " << what << " and unstaged " << staging;
   return UnmountResult{true};
 }
@@ -645,18 +465,6 @@ DrainResult VolumeManager::Drain() {
 int VolumeManager::QueuedOperations(const std::string& namespace_, const std::string& volume_id) {
   absl::StatusOr<std::string> key = VolumeKey(namespace_, volume_id);
   return key.ok() ? queue_.Queued(*key) : 0;
-}
-
-RestoreReport VolumeManager::last_restore() {
-  absl::MutexLock lock(&mu_);
-  return restore_report_;
-}
-
-std::vector<Claim> VolumeManager::Claims() {
-  absl::MutexLock lock(&mu_);
-  std::vector<Claim> out;
-  for (const auto& [key, claim] : claims_) out.push_back(claim);
-  return out;
 }
 
 }  // namespace lustre_csi::csimanager

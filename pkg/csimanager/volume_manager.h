@@ -23,7 +23,9 @@
 // ("unstaging") before NodeUnstageVolume; it goes with the last claim once
 // the unstage succeeded.
 //
-// Each claim is written to the state store, and synced, before the plugin is
+// The claims and staging records live in a ClaimBook (claim_book.h); this
+// class is the orchestration around it. Each claim is written to the state
+// store, and synced, before the plugin is
 // called ("mounting") and again before success is returned ("mounted"); a
 // staged claim whose target is gone but whose unstage has not finished stays
 // as "unpublished". A crash at any point therefore leaves a record of all
@@ -61,6 +63,7 @@
 #include "absl/time/time.h"
 #include "pkg/base/cancel.h"
 #include "pkg/base/clock.h"
+#include "pkg/csimanager/claim_book.h"
 #include "pkg/csimanager/instance_manager.h"
 #include "pkg/csimanager/keyed_queue.h"
 #include "pkg/csimanager/mount_inspector.h"
@@ -111,18 +114,6 @@ struct UnmountResult {
 };
 
 // What Restore() found.
-struct RestoreReport {
-  int claims = 0;
-  int mounted = 0;      // claims in state "mounted" whose target is a mount point
-  int interrupted = 0;  // claims left "mounting" or "unpublished", stagings left
-                        // "staging" or "unstaging" by a crash
-  int stagings = 0;     // staging records of this plugin
-  // Users of each staging path, rebuilt from the claims.
-  std::map<std::string, int> usage_counts;
-  // One line per claim that needs attention; such claims are kept.
-  std::vector<std::string> problems;
-};
-
 struct DrainResult {
   int unmounted = 0;
   std::vector<std::string> errors;
@@ -186,21 +177,10 @@ class VolumeManager {
   };
   absl::StatusOr<Layout> LayoutOf(const std::string& namespace_, const std::string& volume_id,
                                   const std::string& alloc_id, const VolumeUsage& usage) const;
-  // Paths the book already holds win over computed ones: the claim's own,
-  // or the staging path in use for the same volume and usage. Paths made by
-  // an earlier version (another escaping of ids) keep working.
-  void UseRecordedPaths(Layout& at);
-  // The staging path recorded for `key`'s namespace, volume and usage.
-  std::optional<std::string> RecordedStaging(const ClaimKey& key)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `call` with the retry policy.
   absl::Status WithRetries(absl::string_view what,
                            const std::function<absl::Status(const CallOptions&)>& call);
   absl::StatusOr<std::shared_ptr<InstanceManager>> Instance(bool require_healthy);
-  // Claims other than `self` that hold `staging` (not yet unpublished).
-  int OtherUsers(const std::string& staging, const ClaimKey& self);
-  absl::Status SaveClaim(const Claim& claim);
-  absl::Status DropClaims(const std::vector<ClaimKey>& keys);
   // Removes `path` and its empty parents up to (not including) `stop_at`.
   void RemoveDirs(const std::string& path, const std::string& stop_at);
   // What a mount did with NodeStageVolume.
@@ -216,27 +196,18 @@ class VolumeManager {
   // and drops its claim; an error says what could not be undone (the claim
   // is then kept, and the staging record too).
   absl::Status CleanUpFailedMount(const Claim& claim, const ClaimKey& key, StageOutcome stage);
-  std::optional<StagingRecord> FindStaging(const std::string& path);
-  absl::Status SaveStaging(const StagingRecord& record);
-  // Drops `keys` and the staging record of `staging` (when not empty) together.
-  absl::Status DropClaimsAndStaging(const std::vector<ClaimKey>& keys, const std::string& staging);
   // Records the unstage, then calls NodeUnstageVolume (NOT_FOUND is done).
   absl::Status Unstage(StagingRecord record);
 
   const std::string plugin_;
   const VolumeManagerOptions options_;
   const InstanceResolver resolver_;
-  Store* const store_;
   MountInspector* const mounts_;
   base::Clock* const clock_;
   base::CancelToken* const cancel_;
   KeyedQueue queue_;
 
-  absl::Mutex mu_;
-  std::map<ClaimKey, Claim> claims_ ABSL_GUARDED_BY(mu_);
-  // What is staged through this plugin, by staging path.
-  std::map<std::string, StagingRecord> stagings_ ABSL_GUARDED_BY(mu_);
-  RestoreReport restore_report_ ABSL_GUARDED_BY(mu_);
+  ClaimBook book_;
 };
 
 }  // namespace lustre_csi::csimanager
