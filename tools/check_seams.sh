@@ -14,8 +14,8 @@ seam_dir=pkg/volume/linux/
 test_helpers=(
   pkg/volume/test_dir.cc
   pkg/volume/fake_syscalls.cc
-  pkg/csimanager/test_util.cc
-  pkg/csimanager/fake_plugin.cc
+  pkg/csimanager/testing/test_util.cc
+  pkg/csimanager/testing/fake_plugin.cc
 )
 # Unix-socket files of the servers (bind, stale-socket removal).
 sockets=(

@@ -9,10 +9,10 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "pkg/csimanager/instance_manager.h"
+#include "pkg/csimanager/internal/instance_manager.h"
+#include "pkg/csimanager/internal/volume_manager.h"
 #include "pkg/csimanager/manager.h"
 #include "pkg/csimanager/types.h"
-#include "pkg/csimanager/volume_manager.h"
 #include "proto/manager.pb.h"
 
 namespace lustre_csi::csimanager {

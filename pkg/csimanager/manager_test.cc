@@ -11,10 +11,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
-#include "pkg/csimanager/fake_node.h"
-#include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/state_store.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/fake_node.h"
+#include "pkg/csimanager/testing/fake_plugin.h"
+#include "pkg/csimanager/testing/test_util.h"
 #include "pkg/server/metrics.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 

@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
 #include "pkg/csimanager/state_store.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/test_util.h"
 
 namespace lustre_csi::csimanager {
 namespace {

@@ -17,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/test_util.h"
 
 namespace lustre_csi::csimanager {
 namespace {

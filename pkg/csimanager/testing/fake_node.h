@@ -2,8 +2,8 @@
 // FakeSyscalls, with the MountInspector the daemon uses over it, so the
 // tests check mounts the way the daemon does. Fake plugins mount and
 // unmount through SetMounted. Thread-safe.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_FAKE_NODE_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_FAKE_NODE_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAKE_NODE_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAKE_NODE_H_
 
 #include <memory>
 #include <set>
@@ -38,4 +38,4 @@ class FakeNode {
 
 }  // namespace lustre_csi::csimanager::fakes
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_FAKE_NODE_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAKE_NODE_H_

@@ -13,8 +13,8 @@
 //
 // Thread-safe. Stop() (or destruction) releases hung calls, shuts the server
 // down and removes the socket files.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_FAKE_PLUGIN_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_FAKE_PLUGIN_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAKE_PLUGIN_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAKE_PLUGIN_H_
 
 #include <grpcpp/server.h>
 
@@ -30,7 +30,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/csimanager/fake_node.h"
+#include "pkg/csimanager/testing/fake_node.h"
 #include "proto/csi.grpc.pb.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
@@ -101,4 +101,4 @@ class FakePlugin {
 
 }  // namespace lustre_csi::csimanager::fakes
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_FAKE_PLUGIN_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAKE_PLUGIN_H_

@@ -6,8 +6,8 @@
 // for a key disappears when nobody holds or waits for it.
 //
 // Thread-safe. A Turn must not outlive its queue.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_KEYED_QUEUE_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_KEYED_QUEUE_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_KEYED_QUEUE_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_KEYED_QUEUE_H_
 
 #include <cstdint>
 #include <map>
@@ -65,4 +65,4 @@ class KeyedQueue {
 
 }  // namespace lustre_csi::csimanager
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_KEYED_QUEUE_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_KEYED_QUEUE_H_

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/volume_manager.h"
+#include "pkg/csimanager/internal/volume_manager.h"
 
 #include <algorithm>
 #include <optional>

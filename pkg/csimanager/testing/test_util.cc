@@ -1,4 +1,4 @@
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/test_util.h"
 
 #include <fcntl.h>
 #include <ftw.h>

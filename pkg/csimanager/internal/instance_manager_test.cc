@@ -1,4 +1,4 @@
-#include "pkg/csimanager/instance_manager.h"
+#include "pkg/csimanager/internal/instance_manager.h"
 
 #include <functional>
 #include <string>
@@ -7,8 +7,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
-#include "pkg/csimanager/fake_plugin.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/fake_plugin.h"
+#include "pkg/csimanager/testing/test_util.h"
 #include "proto/csi_mock.grpc.pb.h"
 
 namespace lustre_csi::csimanager {

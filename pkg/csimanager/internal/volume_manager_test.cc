@@ -1,4 +1,4 @@
-#include "pkg/csimanager/volume_manager.h"
+#include "pkg/csimanager/internal/volume_manager.h"
 
 #include <functional>
 #include <string>
@@ -9,11 +9,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
-#include "pkg/csimanager/failing_store.h"
-#include "pkg/csimanager/fake_node.h"
-#include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/state_store.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/failing_store.h"
+#include "pkg/csimanager/testing/fake_node.h"
+#include "pkg/csimanager/testing/fake_plugin.h"
+#include "pkg/csimanager/testing/test_util.h"
 
 namespace lustre_csi::csimanager {
 namespace {

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/claim_book.h"
+#include "pkg/csimanager/internal/claim_book.h"
 
 #include <set>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/fake_plugin.h"
+#include "pkg/csimanager/testing/fake_plugin.h"
 
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>

@@ -1,7 +1,8 @@
-#include "pkg/csimanager/registration_watcher.h"
+#include "pkg/csimanager/internal/registration_watcher.h"
 
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
 
 #include <chrono>
 #include <set>
@@ -241,14 +242,22 @@ void RegistrationWatcher::Register(const std::string& path, uint64_t generation)
 RegistrationWatcher::Outcome RegistrationWatcher::Attempt(const std::string& path,
                                                           uint64_t generation, std::string* plugin,
                                                           std::string* error) {
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(absl::StrCat("unix:", path), grpc::InsecureChannelCredentials());
+  // A registrar's socket appears when it binds, a moment before it listens:
+  // GetInfo waits for the connection (within its deadline), retrying the
+  // connect every 100 ms, rather than fail and wait a whole retry interval.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      absl::StrCat("unix:", path), grpc::InsecureChannelCredentials(), args);
   std::unique_ptr<pluginregistration::Registration::Stub> stub =
       pluginregistration::Registration::NewStub(channel);
 
   pluginregistration::PluginInfo info;
   {
     std::unique_ptr<grpc::ClientContext> context = Context(options_.call_timeout);
+    context->set_wait_for_ready(true);
     base::ScopedCancelCallback cancel(&stop_, [&context] { context->TryCancel(); });
     grpc::Status status = stub->GetInfo(context.get(), pluginregistration::InfoRequest(), &info);
     if (!status.ok()) {

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/csi_client.h"
+#include "pkg/csimanager/internal/csi_client.h"
 
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>

@@ -1,14 +1,14 @@
-#include "pkg/csimanager/claim_book.h"
+#include "pkg/csimanager/internal/claim_book.h"
 
 #include <memory>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/failing_store.h"
-#include "pkg/csimanager/fake_node.h"
 #include "pkg/csimanager/state_store.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/failing_store.h"
+#include "pkg/csimanager/testing/fake_node.h"
+#include "pkg/csimanager/testing/test_util.h"
 
 namespace lustre_csi::csimanager {
 namespace {

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/instance_manager.h"
+#include "pkg/csimanager/internal/instance_manager.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/csi_client.h"
+#include "pkg/csimanager/internal/csi_client.h"
 
 #include <chrono>
 #include <thread>
@@ -6,8 +6,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/csimanager/fake_plugin.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/fake_plugin.h"
+#include "pkg/csimanager/testing/test_util.h"
 #include "proto/csi_mock.grpc.pb.h"
 
 namespace lustre_csi::csimanager {

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/fake_node.h"
+#include "pkg/csimanager/testing/fake_node.h"
 
 #include "glog/logging.h"
 #include "pkg/csimanager/volume_mount_inspector.h"

@@ -13,8 +13,8 @@
 // one from the generated gMock stubs (//proto:csi_mock).
 //
 // Thread-safe: any number of calls may run at once.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_CSI_CLIENT_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_CSI_CLIENT_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_CSI_CLIENT_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_CSI_CLIENT_H_
 
 #include <cstdint>
 #include <functional>
@@ -135,4 +135,4 @@ CsiClientFactory DialingClientFactory();
 
 }  // namespace lustre_csi::csimanager
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_CSI_CLIENT_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_CSI_CLIENT_H_

@@ -7,9 +7,11 @@
 // registration socket itself when empty - and a 1.x version among
 // supported_versions), adds a node record with id = the socket's path and
 // registered_at = the socket's modification time to the registry, and
-// tells the plugin the outcome with NotifyRegistrationStatus. A socket that
-// does not answer yet is tried again every retry_interval while it exists; a
-// rejected one is not tried again until it is re-created. Removing a socket
+// tells the plugin the outcome with NotifyRegistrationStatus. GetInfo waits
+// (up to call_timeout) for a socket that exists but does not accept
+// connections yet; a socket whose registrar fails or does not answer is
+// tried again every retry_interval while it exists; a rejected one is not
+// tried again until it is re-created. Removing a socket
 // removes its record.
 //
 // Start() watches first (Syscalls::WatchDir), then lists the sockets already
@@ -27,8 +29,8 @@
 // Thread-safe. `registry`, `sys` and `clock` are not owned and must outlive
 // the watcher; the registry's listener is called with the watcher's lock
 // held and must not call back into the watcher.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_REGISTRATION_WATCHER_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_REGISTRATION_WATCHER_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_REGISTRATION_WATCHER_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_REGISTRATION_WATCHER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -132,4 +134,4 @@ class RegistrationWatcher {
 
 }  // namespace lustre_csi::csimanager
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_REGISTRATION_WATCHER_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_REGISTRATION_WATCHER_H_

@@ -1,4 +1,4 @@
-#include "pkg/csimanager/keyed_queue.h"
+#include "pkg/csimanager/internal/keyed_queue.h"
 
 #include <utility>
 

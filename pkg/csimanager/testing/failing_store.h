@@ -6,8 +6,8 @@
 //   store.FailNext(StoreOp::kPutClaim, absl::UnavailableError("disk full"), /*skip=*/1);
 //
 // Thread-safe. The wrapped store must outlive it.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_FAILING_STORE_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_FAILING_STORE_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAILING_STORE_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAILING_STORE_H_
 
 #include <map>
 #include <optional>
@@ -70,4 +70,4 @@ class FailingStore : public Store {
 
 }  // namespace lustre_csi::csimanager::fakes
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_FAILING_STORE_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_TESTING_FAILING_STORE_H_

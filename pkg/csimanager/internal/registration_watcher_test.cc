@@ -1,4 +1,4 @@
-#include "pkg/csimanager/registration_watcher.h"
+#include "pkg/csimanager/internal/registration_watcher.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,9 +12,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
-#include "pkg/csimanager/fake_plugin.h"
 #include "pkg/csimanager/state_store.h"
-#include "pkg/csimanager/test_util.h"
+#include "pkg/csimanager/testing/fake_plugin.h"
+#include "pkg/csimanager/testing/test_util.h"
 #include "pkg/volume/fake_dir_watch.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/syscalls_wrapper.h"

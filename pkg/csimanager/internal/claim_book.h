@@ -11,8 +11,8 @@
 // The book knows nothing of plugins or gRPC; the volume manager decides when
 // to stage, publish and undo, and records each step here. Thread-safe; the
 // store is not owned and must outlive the book.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_CLAIM_BOOK_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_CLAIM_BOOK_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_CLAIM_BOOK_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_CLAIM_BOOK_H_
 
 #include <map>
 #include <optional>
@@ -98,4 +98,4 @@ class ClaimBook {
 
 }  // namespace lustre_csi::csimanager
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_CLAIM_BOOK_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_CLAIM_BOOK_H_

@@ -4,8 +4,8 @@
 // Directories are made under /tmp rather than TEST_TMPDIR because unix
 // socket paths must stay under 108 bytes. Removal never crosses into another
 // file system, so a mount left by a failed test is not emptied.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_TEST_UTIL_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_TEST_UTIL_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_TESTING_TEST_UTIL_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_TESTING_TEST_UTIL_H_
 
 #include <string>
 
@@ -38,4 +38,4 @@ absl::Status MakeOlder(const std::string& path);
 
 }  // namespace lustre_csi::csimanager::fakes
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_TEST_UTIL_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_TESTING_TEST_UTIL_H_

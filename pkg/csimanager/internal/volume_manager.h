@@ -45,8 +45,8 @@
 // Thread-safe. The store, mount inspector, clock and cancel token are not
 // owned and must outlive the manager. Cancelling the token makes retries and
 // calls in flight end with CANCELLED (shutdown).
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_VOLUME_MANAGER_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_VOLUME_MANAGER_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_VOLUME_MANAGER_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_VOLUME_MANAGER_H_
 
 #include <cstdint>
 #include <functional>
@@ -63,9 +63,9 @@
 #include "absl/time/time.h"
 #include "pkg/base/cancel.h"
 #include "pkg/base/clock.h"
-#include "pkg/csimanager/claim_book.h"
-#include "pkg/csimanager/instance_manager.h"
-#include "pkg/csimanager/keyed_queue.h"
+#include "pkg/csimanager/internal/claim_book.h"
+#include "pkg/csimanager/internal/instance_manager.h"
+#include "pkg/csimanager/internal/keyed_queue.h"
 #include "pkg/csimanager/mount_inspector.h"
 #include "pkg/csimanager/store.h"
 #include "pkg/csimanager/types.h"
@@ -212,4 +212,4 @@ class VolumeManager {
 
 }  // namespace lustre_csi::csimanager
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_VOLUME_MANAGER_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_VOLUME_MANAGER_H_

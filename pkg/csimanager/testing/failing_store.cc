@@ -1,4 +1,4 @@
-#include "pkg/csimanager/failing_store.h"
+#include "pkg/csimanager/testing/failing_store.h"
 
 #include <utility>
 

@@ -19,8 +19,8 @@
 // Thread-safe. Stop() (also run by the destructor) ends the loop and cancels
 // its calls in flight; calls other components make through client() are not
 // cancelled. `clock` is not owned and must outlive the instance.
-#ifndef LUSTRE_CSI_PKG_CSIMANAGER_INSTANCE_MANAGER_H_
-#define LUSTRE_CSI_PKG_CSIMANAGER_INSTANCE_MANAGER_H_
+#ifndef LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_INSTANCE_MANAGER_H_
+#define LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_INSTANCE_MANAGER_H_
 
 #include <cstdint>
 #include <functional>
@@ -37,7 +37,7 @@
 #include "absl/time/time.h"
 #include "pkg/base/cancel.h"
 #include "pkg/base/clock.h"
-#include "pkg/csimanager/csi_client.h"
+#include "pkg/csimanager/internal/csi_client.h"
 #include "pkg/csimanager/types.h"
 
 namespace lustre_csi::csimanager {
@@ -132,4 +132,4 @@ class InstanceManager {
 
 }  // namespace lustre_csi::csimanager
 
-#endif  // LUSTRE_CSI_PKG_CSIMANAGER_INSTANCE_MANAGER_H_
+#endif  // LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_INSTANCE_MANAGER_H_
