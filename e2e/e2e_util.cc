@@ -150,15 +150,6 @@ std::shared_ptr<grpc::Channel> UnixChannel(const std::string& path) {
   return grpc::CreateCustomChannel("unix:" + path, grpc::InsecureChannelCredentials(), args);
 }
 
-bool WaitUntil(const std::function<bool()>& done, absl::Duration timeout) {
-  absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return true;
-}
-
 absl::Status WaitForSocket(const std::string& path, absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "pkg/base/wait_until.h"
 
 namespace lustre_csi::e2e {
 
@@ -73,9 +74,8 @@ std::shared_ptr<grpc::Channel> UnixChannel(const std::string& path);
 // Waits until something accepts on the unix socket `path`.
 absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);
 
-// Waits until `done` returns true, checking every few milliseconds; false
-// when `timeout` (a hang guard, not a measurement) passes first.
-bool WaitUntil(const std::function<bool()>& done, absl::Duration timeout = absl::Seconds(30));
+// Waits until `done` returns true (pkg/base/wait_until.h).
+using base::WaitUntil;
 
 // Mount points (unescaped) at or below `prefix` in /proc/self/mountinfo.
 std::vector<std::string> MountsUnder(const std::string& prefix);

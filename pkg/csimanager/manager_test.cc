@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
+#include "pkg/base/wait_until.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/testing/fake_node.h"
 #include "pkg/csimanager/testing/fake_plugin.h"
@@ -29,16 +30,6 @@ using ::testing::SizeIs;
 constexpr char kRoot[] = "/var/lib/lustre-csi/mounts";
 
 absl::Time Guard() { return absl::Now() + absl::Seconds(30); }  // hang guard, not a measurement
-
-// Polls until `done` holds, within the hang guard.
-bool Eventually(const std::function<bool()>& done) {
-  absl::Time give_up = Guard();
-  while (!done()) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return true;
-}
 
 VolumeUsage Usage() {
   VolumeUsage usage;
@@ -202,7 +193,7 @@ TEST_F(ManagerTest, UnhealthyPluginIsReportedWhileWaiting) {
   AddPlugin("sick.csi.test", "", [](fakes::FakePluginConfig& c) { c.ready = false; });
   StartManager();
   // Wait for its first fingerprint, then ask with a deadline already past.
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(base::WaitUntil([&] {
     std::vector<PluginStatus> plugins = manager_->ListPlugins();
     return plugins.size() == 1 && plugins[0].fingerprints > 0;
   }));
@@ -366,7 +357,7 @@ TEST_F(ManagerTest, DeregisteredPluginStopsBeingActive) {
   ASSERT_TRUE(manager_->WaitForPlugin(PluginType::kNode, "a.csi.test", Guard()).ok());
   ASSERT_TRUE(manager_->MountVolume("a.csi.test", Mount("alloc-1")).ok());
   plugin->Stop();
-  ASSERT_TRUE(Eventually([&] { return manager_->ListPlugins().empty(); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return manager_->ListPlugins().empty(); }));
   // Its claims remain; unmounting waits for the plugin to come back.
   EXPECT_THAT(manager_->ListClaims(), SizeIs(1));
   EXPECT_EQ(manager_->UnmountVolume("a.csi.test", Unmount("alloc-1")).status().code(),

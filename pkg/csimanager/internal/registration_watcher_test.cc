@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
+#include "pkg/base/wait_until.h"
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/testing/fake_plugin.h"
 #include "pkg/csimanager/testing/test_util.h"
@@ -79,16 +80,6 @@ class RegistrationWatcherTest : public ::testing::Test {
     ASSERT_TRUE(watcher_->Start().ok());
   }
 
-  // Polls until `done` holds (a guard against hangs, not a measurement).
-  bool Eventually(const std::function<bool()>& done) {
-    absl::Time give_up = absl::Now() + absl::Seconds(30);
-    while (!done()) {
-      if (absl::Now() > give_up) return false;
-      absl::SleepFor(absl::Milliseconds(2));
-    }
-    return true;
-  }
-
   bool Registered(const std::string& id) { return registry_->Get(id).has_value(); }
 
   Phase PhaseOf(const std::string& path) {
@@ -128,7 +119,7 @@ TEST_F(RegistrationWatcherTest, FindsExistingSocketsAtStart) {
   ASSERT_EQ(::lstat(RegSocket("early.csi.test").c_str(), &st), 0);
   EXPECT_EQ(record->registered_at, absl::TimeFromTimespec(st.st_mtim));
   EXPECT_TRUE(
-      Eventually([&] { return PhaseOf(RegSocket("early.csi.test")) == Phase::kRegistered; }));
+      base::WaitUntil([&] { return PhaseOf(RegSocket("early.csi.test")) == Phase::kRegistered; }));
   // Persisted through the registry.
   EXPECT_EQ(store_->ListPlugins()->size(), 1u);
 }
@@ -137,11 +128,11 @@ TEST_F(RegistrationWatcherTest, NewSocketsRegisterAndRemovedOnesDeregister) {
   StartWatcher();
   fakes::FakePlugin* plugin = AddPlugin("late.csi.test");
   ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
-  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("late.csi.test")); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return Registered(RegSocket("late.csi.test")); }));
   EXPECT_EQ(registry_->Active("late.csi.test", PluginType::kNode)->endpoint,
             CsiSocket("late.csi.test"));
   plugin->Stop();  // removes its sockets
-  ASSERT_TRUE(Eventually([&] { return !Registered(RegSocket("late.csi.test")); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return !Registered(RegSocket("late.csi.test")); }));
   EXPECT_THAT(*store_->ListPlugins(), IsEmpty());
   EXPECT_TRUE(watcher_->Sockets().empty());
 }
@@ -149,7 +140,7 @@ TEST_F(RegistrationWatcherTest, NewSocketsRegisterAndRemovedOnesDeregister) {
 TEST_F(RegistrationWatcherTest, EmptyEndpointMeansTheRegistrationSocket) {
   AddPlugin("one.csi.test", [](fakes::FakePluginConfig& c) { c.registration_endpoint = ""; });
   StartWatcher();
-  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("one.csi.test")); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return Registered(RegSocket("one.csi.test")); }));
   EXPECT_EQ(registry_->Get(RegSocket("one.csi.test"))->endpoint, RegSocket("one.csi.test"));
 }
 
@@ -170,7 +161,8 @@ TEST_P(RegistrationRejectTest, TellsThePluginWhy) {
   EXPECT_FALSE(status.plugin_registered());
   EXPECT_THAT(status.error(), HasSubstr(GetParam().error));
   EXPECT_TRUE(registry_->List().empty());
-  ASSERT_TRUE(Eventually([&] { return PhaseOf(RegSocket("bad.csi.test")) == Phase::kRejected; }));
+  ASSERT_TRUE(
+      base::WaitUntil([&] { return PhaseOf(RegSocket("bad.csi.test")) == Phase::kRejected; }));
   // Not asked again.
   EXPECT_EQ(plugin->Calls("GetInfo"), 1);
 }
@@ -209,7 +201,7 @@ TEST_F(RegistrationWatcherTest, UnansweredSocketsAreRetriedOnTheClock) {
     EXPECT_FALSE(Registered(RegSocket("slow.csi.test")));
     clock_.Advance(absl::Seconds(1));
   }
-  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("slow.csi.test")); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return Registered(RegSocket("slow.csi.test")); }));
   EXPECT_EQ(plugin->Calls("GetInfo"), 3);
   EXPECT_EQ(watcher_->Sockets()[RegSocket("slow.csi.test")].attempts, 3);
   EXPECT_THAT(clock_.sleeps(), ElementsAre(absl::Seconds(1), absl::Seconds(1)));
@@ -234,7 +226,7 @@ TEST_F(RegistrationWatcherTest, LostEventsMeanARescan) {
   EXPECT_TRUE(watcher_->Sockets().empty());
   steered_.events->Push({volume::DirEvent::Kind::kOverflow, ""});
   ASSERT_TRUE(plugin->AwaitRegistrationStatuses(1));
-  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("unseen.csi.test")); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return Registered(RegSocket("unseen.csi.test")); }));
   // Gone without an event, then a rescan forgets it.
   plugin->Stop();
   ASSERT_TRUE(steered_.events->AwaitDrained());
@@ -260,7 +252,7 @@ TEST_F(RegistrationWatcherTest, TheDirectoryGoingAwayDeregistersEverything) {
   AddPlugin("b.csi.test");
   sys_ = &steered_;
   StartWatcher();
-  ASSERT_TRUE(Eventually(
+  ASSERT_TRUE(base::WaitUntil(
       [&] { return Registered(RegSocket("a.csi.test")) && Registered(RegSocket("b.csi.test")); }));
   steered_.events->Push({volume::DirEvent::Kind::kDirectoryGone, ""});
   ASSERT_TRUE(steered_.events->AwaitDrained());
@@ -309,7 +301,7 @@ TEST_F(RegistrationWatcherTest, HungRegistrarDoesNotBlockOthers) {
 TEST_F(RegistrationWatcherTest, UpgradeOverlapResolvesToNewestSocket) {
   AddPlugin("p.csi.test", [&](fakes::FakePluginConfig& c) { c.registration_name = "p.csi.test"; });
   StartWatcher();
-  ASSERT_TRUE(Eventually([&] { return Registered(RegSocket("p.csi.test")); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return Registered(RegSocket("p.csi.test")); }));
   // The new version's registrar appears under another socket name.
   fakes::FakePluginConfig config;
   config.name = "p.csi.test";
@@ -317,11 +309,11 @@ TEST_F(RegistrationWatcherTest, UpgradeOverlapResolvesToNewestSocket) {
   // The newer registration socket wins; make the order certain.
   ASSERT_TRUE(fakes::MakeOlder(RegSocket("p.csi.test")).ok());
   auto v2 = fakes::FakePlugin::Start({reg_dir_ + "/p-v2-reg.sock", CsiSocket("p-v2")}, config);
-  ASSERT_TRUE(Eventually([&] { return Registered(reg_dir_ + "/p-v2-reg.sock"); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return Registered(reg_dir_ + "/p-v2-reg.sock"); }));
   EXPECT_EQ(registry_->Active("p.csi.test", PluginType::kNode)->endpoint, CsiSocket("p-v2"));
   // The old one leaves; the new one stays active.
   plugins_["p.csi.test"]->Stop();
-  ASSERT_TRUE(Eventually([&] { return !Registered(RegSocket("p.csi.test")); }));
+  ASSERT_TRUE(base::WaitUntil([&] { return !Registered(RegSocket("p.csi.test")); }));
   EXPECT_EQ(registry_->Active("p.csi.test", PluginType::kNode)->endpoint, CsiSocket("p-v2"));
   v2->Stop();
 }
@@ -330,7 +322,7 @@ TEST_F(RegistrationWatcherTest, RestartForgetsRegistrationsWhoseSocketIsGone) {
   AddPlugin("stays.csi.test");
   AddPlugin("goes.csi.test");
   StartWatcher();
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(base::WaitUntil([&] {
     return Registered(RegSocket("stays.csi.test")) && Registered(RegSocket("goes.csi.test"));
   }));
   watcher_->Stop();
@@ -342,7 +334,7 @@ TEST_F(RegistrationWatcherTest, RestartForgetsRegistrationsWhoseSocketIsGone) {
   EXPECT_EQ(registry_->List().size(), 2u);
   StartWatcher();
   EXPECT_FALSE(Registered(RegSocket("goes.csi.test")));
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(base::WaitUntil([&] {
     std::optional<PluginRecord> r = registry_->Get(RegSocket("stays.csi.test"));
     return r.has_value() && !r->restored;
   }));
