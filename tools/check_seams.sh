@@ -27,7 +27,7 @@ declare -A allowed=()
 for f in "${test_helpers[@]}" "${sockets[@]}"; do allowed[$f]=1; done
 
 headers='#include <(sys/mount\.h|sys/inotify\.h|sys/eventfd\.h|sys/statfs\.h|sys/vfs\.h|dirent\.h|fcntl\.h|sys/stat\.h)>'
-calls='(^|[^:A-Za-z0-9_.>])(::)?(open|openat|openat2|fopen|stat|lstat|fstat|fstatat|statx|statfs|fstatfs|mkdir|mkdirat|mkdtemp|rmdir|unlink|unlinkat|opendir|fdopendir|readdir|access|faccessat|mount|umount|umount2|inotify_init1|inotify_add_watch|eventfd|chown|fchownat|chmod|fchmodat|readlink|rename|renameat|syscall)\(|std::filesystem::'
+calls='(^|[^:A-Za-z0-9_.>])(::)?(open|openat|openat2|fopen|stat|lstat|fstat|fstatat|statx|statfs|fstatfs|mkdir|mkdirat|mkdtemp|rmdir|unlink|unlinkat|opendir|fdopendir|readdir|access|faccessat|mount|umount|umount2|inotify_init1|inotify_add_watch|eventfd|chown|fchown|lchown|fchownat|chmod|fchmod|fchmodat|symlink|symlinkat|link|linkat|mknod|mknodat|mkfifo|truncate|ftruncate|readlink|rename|renameat|syscall)\(|std::filesystem::'
 # A broken pattern would match nothing and pass everything: check them first.
 for pattern in "$headers" "$calls"; do
   rc=0

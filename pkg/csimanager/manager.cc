@@ -56,6 +56,9 @@ absl::StatusOr<StartReport> Manager::Start() {
       return absl::FailedPreconditionError("plugin manager already started");
     }
   }
+  if (!options_.registration_dir.empty() && deps_.sys == nullptr) {
+    return absl::InvalidArgumentError("a registration directory needs the node's Syscalls");
+  }
   StartReport report;
   absl::Status restored = registry_.Restore();
   if (!restored.ok()) return restored;
@@ -81,9 +84,6 @@ absl::StatusOr<StartReport> Manager::Start() {
   if (!options_.registration_dir.empty()) {
     RegistrationWatcherOptions watch = options_.registration;
     watch.directory = options_.registration_dir;
-    if (deps_.sys == nullptr) {
-      return absl::InvalidArgumentError("a registration directory needs the node's Syscalls");
-    }
     watcher_ = std::make_unique<RegistrationWatcher>(&registry_, deps_.sys, deps_.clock, watch);
     RETURN_IF_ERROR(watcher_->Start());
   }

@@ -23,6 +23,7 @@ void FakeDirEvents::Break(absl::Status status) {
 
 absl::StatusOr<std::vector<DirEvent>> FakeDirEvents::Wait() {
   absl::MutexLock lock(&mu_);
+  ++wait_calls_;
   ++waiters_;
   mu_.Await(absl::Condition(
       +[](FakeDirEvents* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -35,6 +36,11 @@ absl::StatusOr<std::vector<DirEvent>> FakeDirEvents::Wait() {
   std::vector<DirEvent> out;
   out.swap(events_);
   return out;
+}
+
+int FakeDirEvents::WaitCalls() {
+  absl::MutexLock lock(&mu_);
+  return wait_calls_;
 }
 
 bool FakeDirEvents::AwaitDrained() {

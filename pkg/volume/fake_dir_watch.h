@@ -25,12 +25,15 @@ class FakeDirEvents {
   bool AwaitDrained();
   // Makes every later Wait fail with `status` (a broken watch).
   void Break(absl::Status status);
+  // Calls of Wait so far.
+  int WaitCalls();
 
  private:
   absl::Mutex mu_;
   std::vector<DirEvent> events_ ABSL_GUARDED_BY(mu_);
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;
+  int wait_calls_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -633,6 +633,7 @@ absl::Status FakeSyscalls::WalkTree(const std::string& root, const TreeLimits& l
     std::string fs_path;
   };
   std::vector<Item> items;
+  absl::Status stopped;
   std::shared_ptr<Fs> fs;
   Call call = Enter(Op::kWalkTree, root);
   RETURN_IF_ERROR(call.status());
@@ -682,13 +683,17 @@ absl::Status FakeSyscalls::WalkTree(const std::string& root, const TreeLimits& l
       item.entry.dev = info.dev;
       item.entry.ino = node.ino;
       item.entry.blocks = node.type == Node::kDir ? 8 : (node.content.size() + 4095) / 4096 * 8;
+      // Like the real walk, a limit stops it after what came before was
+      // visited (and changed).
       if (limits.max_entries != 0 && items.size() >= limits.max_entries) {
-        return absl::ResourceExhaustedError(
+        stopped = absl::ResourceExhaustedError(
             absl::StrCat("fake walk of ", root, " stopped after ", limits.max_entries, " entries"));
+        break;
       }
       if (node.type == Node::kDir && item.entry.depth > limits.max_depth) {
-        return absl::ResourceExhaustedError(
+        stopped = absl::ResourceExhaustedError(
             absl::StrCat("fake walk of ", root, " is deeper than ", limits.max_depth, " levels"));
+        break;
       }
       items.push_back(std::move(item));
     }
@@ -704,7 +709,7 @@ absl::Status FakeSyscalls::WalkTree(const std::string& root, const TreeLimits& l
       it->second.mode = *change->mode & 07777;
     }
   }
-  return absl::OkStatus();
+  return stopped;
 }
 
 absl::Status FakeSyscalls::MkdirBeneath(const std::string& root, const std::string& relative,
@@ -739,39 +744,37 @@ absl::StatusOr<std::string> FakeSyscalls::ReadFileBeneath(const std::string& roo
   absl::MutexLock lock(&mu_);
   Step at;
   int err = ResolveStrict(root, relative, false, &at, nullptr);
-  if (err == 0 && NodeAt(at)->type != Node::kFile) err = EISDIR;
   if (err != 0) return StrictError(err, "read", root, relative);
+  if (NodeAt(at)->type != Node::kFile) {
+    return ErrnoError(EINVAL,
+                      absl::StrCat("fake read ", root, "/", relative, ": not a regular file"));
+  }
   return NodeAt(at)->content.substr(0, max_bytes);
 }
 
-absl::Status FakeSyscalls::CreateFileBeneath(const std::string& root, const std::string& relative,
-                                             const std::string& content, uint32_t mode) {
-  Call call = Enter(Op::kCreateFileBeneath, absl::StrCat(root, "/", relative));
+absl::Status FakeSyscalls::MakeMarkedDirBeneath(const std::string& root,
+                                                const std::string& relative,
+                                                const MarkedDirSpec& spec) {
+  Call call = Enter(Op::kMakeMarkedDirBeneath, absl::StrCat(root, "/", relative));
   RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  Node node;
-  node.type = Node::kFile;
-  node.mode = mode & 07777;
-  node.content = content;
-  int err = AddBeneath(root, relative, node);
-  if (err != 0) return StrictError(err, "create", root, relative);
-  return absl::OkStatus();
-}
-
-absl::Status FakeSyscalls::SetOwnerBeneath(const std::string& root, const std::string& relative,
-                                           std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                                           uint32_t mode) {
-  Call call = Enter(Op::kSetOwnerBeneath, absl::StrCat(root, "/", relative));
-  RETURN_IF_ERROR(call.status());
-  absl::MutexLock lock(&mu_);
-  Step at;
-  int err = ResolveStrict(root, relative, false, &at, nullptr);
-  if (err == 0 && (mounts_[at.mount]->flags & MS_RDONLY)) err = EROFS;
-  if (err != 0) return StrictError(err, "chown", root, relative);
-  Node* node = MutableNodeAt(at);
-  if (uid.has_value()) node->uid = *uid;
-  if (gid.has_value()) node->gid = *gid;
-  node->mode = mode & 07777;
+  if (spec.marker_name.empty() || spec.marker_name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("bad marker name \"", spec.marker_name, "\""));
+  }
+  Node dir;
+  dir.type = Node::kDir;
+  dir.mode = spec.mode & 07777;
+  if (spec.uid.has_value()) dir.uid = *spec.uid;
+  if (spec.gid.has_value()) dir.gid = *spec.gid;
+  int err = AddBeneath(root, relative, dir);
+  if (err == 0) {
+    Node marker;
+    marker.type = Node::kFile;
+    marker.mode = spec.marker_mode & 07777;
+    marker.content = spec.marker_content;
+    err = AddBeneath(root, absl::StrCat(relative, "/", spec.marker_name), marker);
+  }
+  if (err != 0) return StrictError(err, "make marked dir", root, relative);
   return absl::OkStatus();
 }
 
@@ -796,7 +799,9 @@ absl::Status FakeSyscalls::RemoveTreeBeneath(const std::string& root, const std:
   auto first = m.fs->nodes.lower_bound(prefix);
   auto last = first;
   while (last != m.fs->nodes.end() && absl::StartsWith(last->first, prefix)) {
-    if (std::count(last->first.begin() + prefix.size(), last->first.end(), '/') >= max_depth) {
+    // Like the real removal: directories at most `max_depth` levels below.
+    if (last->second.type == Node::kDir &&
+        std::count(last->first.begin() + prefix.size(), last->first.end(), '/') >= max_depth) {
       return absl::ResourceExhaustedError(
           absl::StrCat("fake remove tree ", root, "/", relative, ": deeper than ", max_depth));
     }

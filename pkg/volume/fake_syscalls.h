@@ -94,11 +94,10 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
                                        const std::string& relative) override;
   absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
                                               size_t max_bytes) override;
-  absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
-                                 const std::string& content, uint32_t mode) override;
-  absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
-                               std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                               uint32_t mode) override;
+  // Nothing is renamed behind the fake's back, so no step after the mkdir
+  // fails and nothing is undone.
+  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
+                                    const MarkedDirSpec& spec) override;
   // Removes nothing when a mount lies below (FAILED_PRECONDITION).
   absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
                                  int max_depth) override;

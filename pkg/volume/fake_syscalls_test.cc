@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
@@ -250,6 +251,34 @@ TEST(FakeSyscallsTest, StatxSupportSwitches) {
   ASSERT_TRUE(info.ok());
   EXPECT_FALSE(info->has_mount_id);
   EXPECT_FALSE(info->has_mount_root);
+}
+
+TEST(FakeSyscallsTest, ListAndWatchADirectory) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/reg/sub").ok());
+  ASSERT_TRUE(sys.AddFile("/reg/b.sock").ok());
+  EXPECT_THAT(*sys.ListDir("/reg"), ::testing::ElementsAre("b.sock", "sub"));
+  EXPECT_EQ(sys.ListDir("/reg/b.sock").status().code(), absl::StatusCode::kInternal);  // ENOTDIR
+  EXPECT_EQ(sys.ListDir("/nope").status().code(), absl::StatusCode::kNotFound);
+
+  absl::StatusOr<std::unique_ptr<DirWatch>> watch = sys.WatchDir("/reg");
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(sys.AddFile("/reg/a.sock").ok());
+  ASSERT_TRUE(sys.AddFile("/reg/sub/deeper").ok());  // not in the watched directory
+  EXPECT_FALSE(sys.Rmdir("/reg/sub").ok());          // not empty: nothing happens
+  ASSERT_TRUE(sys.MkdirBeneath("/reg", "new", 0755).ok());
+  ASSERT_TRUE(sys.Rmdir("/reg/new").ok());
+  absl::StatusOr<std::vector<DirEvent>> events = (*watch)->Wait();
+  ASSERT_TRUE(events.ok()) << events.status();
+  using Kind = DirEvent::Kind;
+  EXPECT_THAT(*events, ::testing::ElementsAre(DirEvent{Kind::kAdded, "a.sock"},
+                                              DirEvent{Kind::kAdded, "new"},
+                                              DirEvent{Kind::kRemoved, "new"}));
+  ASSERT_TRUE(sys.RemoveTreeBeneath("/", "reg", 8).ok());
+  events = (*watch)->Wait();
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_THAT(*events, ::testing::ElementsAre(DirEvent{Kind::kDirectoryGone, ""}));
+  EXPECT_EQ(sys.WatchDir("/reg").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(MkdirAllTest, CreatesParentsAndAcceptsExisting) {

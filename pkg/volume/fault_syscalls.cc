@@ -98,19 +98,12 @@ absl::StatusOr<std::string> FaultSyscalls::ReadFileBeneath(const std::string& ro
   return SyscallsWrapper::ReadFileBeneath(root, relative, max_bytes);
 }
 
-absl::Status FaultSyscalls::CreateFileBeneath(const std::string& root, const std::string& relative,
-                                              const std::string& content, uint32_t mode) {
-  Call call = Enter(Op::kCreateFileBeneath, absl::StrCat(root, "/", relative));
+absl::Status FaultSyscalls::MakeMarkedDirBeneath(const std::string& root,
+                                                 const std::string& relative,
+                                                 const MarkedDirSpec& spec) {
+  Call call = Enter(Op::kMakeMarkedDirBeneath, absl::StrCat(root, "/", relative));
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::CreateFileBeneath(root, relative, content, mode);
-}
-
-absl::Status FaultSyscalls::SetOwnerBeneath(const std::string& root, const std::string& relative,
-                                            std::optional<uint32_t> uid,
-                                            std::optional<uint32_t> gid, uint32_t mode) {
-  Call call = Enter(Op::kSetOwnerBeneath, absl::StrCat(root, "/", relative));
-  if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::SetOwnerBeneath(root, relative, uid, gid, mode);
+  return SyscallsWrapper::MakeMarkedDirBeneath(root, relative, spec);
 }
 
 absl::Status FaultSyscalls::RemoveTreeBeneath(const std::string& root, const std::string& relative,

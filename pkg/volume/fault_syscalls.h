@@ -44,11 +44,8 @@ class FaultSyscalls : public SyscallsWrapper, public FaultInjector {
                                        const std::string& relative) override;
   absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
                                               size_t max_bytes) override;
-  absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
-                                 const std::string& content, uint32_t mode) override;
-  absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
-                               std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                               uint32_t mode) override;
+  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
+                                    const MarkedDirSpec& spec) override;
   absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
                                  int max_depth) override;
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;

@@ -74,51 +74,44 @@ absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::s
                             const OwnedDirOptions& options, const DirOwner& owner) {
   RETURN_IF_ERROR(CheckRelative(root, relative));
   // Walk down, creating missing parents; every step is resolved strictly
-  // beneath the root, so no symlink or mount can redirect the walk.
+  // beneath the root, so no symlink or mount can redirect the walk. The
+  // directory itself is made, given its owner and mode and marked in one
+  // call, through one descriptor: nothing renamed into the path meanwhile is
+  // changed, and a failure leaves no unmarked directory behind.
   const std::string clean = CleanPath(relative);
   std::vector<std::string> parts = absl::StrSplit(clean, '/');
   std::string path;
-  bool created = false;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    bool last = i + 1 == parts.size();
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
     path = path.empty() ? parts[i] : absl::StrCat(path, "/", parts[i]);
-    absl::Status made = sys.MkdirBeneath(root, path, last ? 0700 : 0755);
+    absl::Status made = sys.MkdirBeneath(root, path, 0755);
     if (!made.ok() && !absl::IsAlreadyExists(made)) return made;
-    created = made.ok();
     RETURN_IF_ERROR(CheckDir(sys, root, path));
   }
-  if (!created) {
-    ASSIGN_OR_RETURN(std::optional<DirOwner> existing, ReadMarker(sys, root, clean));
-    if (existing.has_value() && existing->volume == owner.volume) {
-      const std::string& recorded = existing->request;
-      if (recorded.empty() || owner.request.empty() || recorded == owner.request) {
-        return absl::OkStatus();
-      }
-      return absl::AlreadyExistsError(
-          absl::StrCat("volume ", owner.volume, " already exists (", root, "/", relative,
-                       ") and was created with other parameters or another capacity"));
+  MarkedDirSpec spec;
+  spec.mode = options.mode & 07777;
+  spec.uid = options.uid;
+  spec.gid = options.gid;
+  spec.marker_name = kOwnerMarkerName;
+  spec.marker_content = FormatMarker(owner);
+  spec.marker_mode = 0444;
+  absl::Status made = sys.MakeMarkedDirBeneath(root, clean, spec);
+  if (!absl::IsAlreadyExists(made)) return made;
+
+  RETURN_IF_ERROR(CheckDir(sys, root, clean));
+  ASSIGN_OR_RETURN(std::optional<DirOwner> existing, ReadMarker(sys, root, clean));
+  if (existing.has_value() && existing->volume == owner.volume) {
+    const std::string& recorded = existing->request;
+    if (recorded.empty() || owner.request.empty() || recorded == owner.request) {
+      return absl::OkStatus();
     }
-    return absl::AlreadyExistsError(absl::StrCat(
-        root, "/", relative, " already exists and was not created for volume ", owner.volume,
-        existing.has_value() ? absl::StrCat(" (it belongs to ", existing->volume, ")")
-                             : " (no owner marker)"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("volume ", owner.volume, " already exists (", root, "/", relative,
+                     ") and was created with other parameters or another capacity"));
   }
-  absl::Status finished = [&] {
-    RETURN_IF_ERROR(
-        sys.SetOwnerBeneath(root, clean, options.uid, options.gid, options.mode & 07777));
-    return sys.CreateFileBeneath(root, absl::StrCat(clean, "/", kOwnerMarkerName),
-                                 FormatMarker(owner), 0444);
-  }();
-  if (finished.ok()) return finished;
-  // A directory without its marker would block every retry (it is not the
-  // volume's): take back what this call made. Parents stay; others may use
-  // them.
-  absl::Status undo = sys.RemoveTreeBeneath(root, clean, 1);
-  if (!undo.ok()) {
-    return Annotate(finished, absl::StrCat("creating ", root, "/", clean,
-                                           " (and removing it again: ", undo.message(), ")"));
-  }
-  return finished;
+  return absl::AlreadyExistsError(absl::StrCat(
+      root, "/", relative, " already exists and was not created for volume ", owner.volume,
+      existing.has_value() ? absl::StrCat(" (it belongs to ", existing->volume, ")")
+                           : " (no owner marker)"));
 }
 
 absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(Syscalls& sys, const std::string& root,

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -13,7 +14,10 @@ namespace {
 // Escaped forms longer than this are shortened: prefix, '~', 64 hex digits.
 constexpr size_t kHashedPrefix = kMaxPathSegment - 1 - 64;
 
-bool IsPlainByte(unsigned char c) {
+bool IsPlainByte(unsigned char c, SegmentAlphabet alphabet) {
+  if (alphabet == SegmentAlphabet::kPortable) {
+    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+  }
   return c > 0x20 && c < 0x7f && c != '/' && c != '%' && c != '\\' && c != '~';
 }
 
@@ -50,14 +54,14 @@ absl::Status ValidatePathSegment(absl::string_view id, size_t max_len) {
   return absl::OkStatus();
 }
 
-std::string EscapePathSegment(absl::string_view id) {
+std::string EscapePathSegment(absl::string_view id, SegmentAlphabet alphabet) {
   if (id.empty()) return "%";
   std::string out;
   out.reserve(id.size());
   bool dots_only = id == "." || id == "..";
   for (char ch : id) {
     unsigned char c = static_cast<unsigned char>(ch);
-    if (IsPlainByte(c) && !(dots_only && c == '.')) {
+    if (IsPlainByte(c, alphabet) && !(dots_only && c == '.')) {
       out.push_back(ch);
     } else {
       AppendEscaped(out, c);
@@ -76,7 +80,8 @@ std::string EscapePathSegment(absl::string_view id) {
   return out;
 }
 
-absl::StatusOr<std::string> UnescapePathSegment(absl::string_view segment) {
+absl::StatusOr<std::string> UnescapePathSegment(absl::string_view segment,
+                                                SegmentAlphabet alphabet) {
   if (segment == "%") return std::string();
   if (segment.empty()) return absl::InvalidArgumentError("escaped segment is empty");
   if (segment.find('~') != absl::string_view::npos) {
@@ -96,14 +101,14 @@ absl::StatusOr<std::string> UnescapePathSegment(absl::string_view segment) {
       }
       out.push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
-    } else if (IsPlainByte(c)) {
+    } else if (IsPlainByte(c, alphabet)) {
       out.push_back(static_cast<char>(c));
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("segment \"", segment, "\" has an unescaped byte at ", i));
     }
   }
-  if (EscapePathSegment(out) != segment) {
+  if (EscapePathSegment(out, alphabet) != segment) {
     return absl::InvalidArgumentError(
         absl::StrCat("segment \"", segment, "\" is not in canonical escaped form"));
   }

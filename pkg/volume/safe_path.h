@@ -27,20 +27,33 @@ inline constexpr size_t kMaxPathSegment = 255;
 // problem otherwise.
 absl::Status ValidatePathSegment(absl::string_view id, size_t max_len = kMaxPathSegment);
 
-// `id` as a single path segment that always passes ValidatePathSegment.
-// Bytes outside printable ASCII and '/', '%', '\\', '~' become %XX; "." and
-// ".." have their dots escaped; the empty string becomes "%". The result is
-// reversible (UnescapePathSegment) and distinct inputs give distinct results
-// as long as the escaped form fits in kMaxPathSegment bytes (always true for
-// inputs of up to 85 bytes, and for plain ASCII ids of up to 255 bytes).
-// Longer results are shortened to an escaped prefix, '~' and the SHA-256 of
-// `id` in hex: still a valid segment and distinct in practice, but no longer
-// reversible.
-std::string EscapePathSegment(absl::string_view id);
+// Which bytes EscapePathSegment keeps as they are; every other byte becomes
+// %XX.
+enum class SegmentAlphabet {
+  // Printable ASCII except '/', '%', '\\' and '~'.
+  kPrintable,
+  // The POSIX portable filename character set, A-Z a-z 0-9 . _ -: for paths
+  // handed to other programs (another vendor's CSI plugin may build shell
+  // commands or mount options from them).
+  kPortable,
+};
 
-// The inverse of EscapePathSegment. INVALID_ARGUMENT for anything it cannot
-// have produced, including the shortened (hashed) form.
-absl::StatusOr<std::string> UnescapePathSegment(absl::string_view segment);
+// `id` as a single path segment that always passes ValidatePathSegment.
+// Bytes outside `alphabet` become %XX; "." and ".." have their dots escaped;
+// the empty string becomes "%". The result is reversible
+// (UnescapePathSegment with the same alphabet) and distinct inputs give
+// distinct results as long as the escaped form fits in kMaxPathSegment bytes
+// (always true for inputs of up to 85 bytes, and for ids of up to 255 bytes
+// made of the alphabet). Longer results are shortened to an escaped prefix,
+// '~' and the SHA-256 of `id` in hex: still a valid segment and distinct in
+// practice, but no longer reversible.
+std::string EscapePathSegment(absl::string_view id,
+                              SegmentAlphabet alphabet = SegmentAlphabet::kPrintable);
+
+// The inverse of EscapePathSegment with `alphabet`. INVALID_ARGUMENT for
+// anything it cannot have produced, including the shortened (hashed) form.
+absl::StatusOr<std::string> UnescapePathSegment(
+    absl::string_view segment, SegmentAlphabet alphabet = SegmentAlphabet::kPrintable);
 
 // Lexical clean-up of a path, like Go's path.Clean: repeated slashes,
 // "." components and trailing slashes go, ".." eats the component before it

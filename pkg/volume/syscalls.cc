@@ -73,10 +73,8 @@ const char* SyscallOpName(SyscallOp op) {
       return "statx beneath";
     case SyscallOp::kReadFileBeneath:
       return "read beneath";
-    case SyscallOp::kCreateFileBeneath:
-      return "create beneath";
-    case SyscallOp::kSetOwnerBeneath:
-      return "chown beneath";
+    case SyscallOp::kMakeMarkedDirBeneath:
+      return "make marked dir beneath";
     case SyscallOp::kRemoveTreeBeneath:
       return "remove tree beneath";
     case SyscallOp::kListDir:

@@ -117,6 +117,17 @@ struct TreeLimits {
 
 using TreeVisitor = std::function<absl::StatusOr<EntryChange>(const TreeEntry&)>;
 
+// A directory made for someone (MakeMarkedDirBeneath): its owner and mode,
+// and a file in it that records whom it was made for.
+struct MarkedDirSpec {
+  uint32_t mode = 0700;  // exactly, no umask; setgid and sticky bits included
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::string marker_name;
+  std::string marker_content;
+  uint32_t marker_mode = 0444;
+};
+
 // The system calls named by each method; see the class comment above.
 enum class SyscallOp {
   kMount,
@@ -131,13 +142,12 @@ enum class SyscallOp {
   kMkdirBeneath,
   kStatBeneath,
   kReadFileBeneath,
-  kCreateFileBeneath,
-  kSetOwnerBeneath,
+  kMakeMarkedDirBeneath,
   kRemoveTreeBeneath,
   kListDir,
   kWatchDir,
 };
-inline constexpr int kNumSyscallOps = 17;
+inline constexpr int kNumSyscallOps = 16;
 
 // The name of `op` for messages ("mount", "statx", "walk", ...).
 const char* SyscallOpName(SyscallOp op);
@@ -233,27 +243,32 @@ class Syscalls {
   virtual absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
                                                const std::string& relative) = 0;
 
-  // The first `max_bytes` of a regular file.
+  // The first `max_bytes` of a regular file (INVALID_ARGUMENT, errno
+  // EINVAL, for anything else).
   virtual absl::StatusOr<std::string> ReadFileBeneath(const std::string& root,
                                                       const std::string& relative,
                                                       size_t max_bytes) = 0;
 
-  // Creates a new file (ALREADY_EXISTS when one is there) with exactly
-  // `mode` and `content`, on disk (fsync) before OK.
-  virtual absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
-                                         const std::string& content, uint32_t mode) = 0;
-
-  // chown(2) with the given ids (nullopt keeps one), then chmod(2) to
-  // exactly `mode` (07777; chown clears set-group-ID, so it comes first).
-  virtual absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
-                                       std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                                       uint32_t mode) = 0;
+  // mkdir(2) of the last component (its parent must exist; ALREADY_EXISTS,
+  // nothing changed, when the name exists), then, through one descriptor of
+  // the new directory, so that nothing renamed into its path meanwhile is
+  // touched: chown to spec's ids (nullopt keeps one), chmod to exactly
+  // spec.mode (after the chown, which clears set-group-ID), and the marker
+  // file created (O_EXCL) with its content and mode, synced with the
+  // directory before OK. A directory found at the name that this process
+  // did not make (its owner is not the caller) is FAILED_PRECONDITION and
+  // left alone. When a step after the mkdir fails, what the call made is
+  // removed again: the marker, then the directory if it is still there and
+  // empty.
+  virtual absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
+                                            const MarkedDirSpec& spec) = 0;
 
   // Removes the directory and everything in it: symlinks as links, never
   // followed. A directory below that is another mount is never entered: the
   // removal stops with FAILED_PRECONDITION before it (what was removed stays
-  // removed); the same when `relative` itself is a mount point. Deeper than
-  // `max_depth`: RESOURCE_EXHAUSTED.
+  // removed); `relative` itself on another mount is INVALID_ARGUMENT, like
+  // every path that crosses a mount. Directories more than `max_depth`
+  // levels below `relative`: RESOURCE_EXHAUSTED.
   virtual absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
                                          int max_depth) = 0;
 

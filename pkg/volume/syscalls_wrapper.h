@@ -63,14 +63,9 @@ class SyscallsWrapper : public Syscalls {
                                               size_t max_bytes) override {
     return target_->ReadFileBeneath(root, relative, max_bytes);
   }
-  absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
-                                 const std::string& content, uint32_t mode) override {
-    return target_->CreateFileBeneath(root, relative, content, mode);
-  }
-  absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
-                               std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                               uint32_t mode) override {
-    return target_->SetOwnerBeneath(root, relative, uid, gid, mode);
+  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
+                                    const MarkedDirSpec& spec) override {
+    return target_->MakeMarkedDirBeneath(root, relative, spec);
   }
   absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
                                  int max_depth) override {

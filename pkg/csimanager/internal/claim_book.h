@@ -76,8 +76,8 @@ class ClaimBook {
                                              const std::string& usage);
   // Paths the book holds for `key` win over computed ones: the claim's own
   // target and staging path, or the staging path in use for the same
-  // volume and usage. Paths made by an earlier version (another escaping of
-  // ids) keep working. Unchanged where the book holds nothing.
+  // volume and usage. Paths made under another layout (an earlier mount
+  // root, say) keep working. Unchanged where the book holds nothing.
   void UseRecordedPaths(const ClaimKey& key, std::string* staging, std::string* target);
 
  private:

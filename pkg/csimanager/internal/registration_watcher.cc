@@ -53,15 +53,12 @@ RegistrationWatcher::~RegistrationWatcher() { Stop(); }
 absl::Status RegistrationWatcher::Start() {
   absl::MutexLock lock(&mu_);
   if (started_) return absl::FailedPreconditionError("registration watcher already started");
-  absl::StatusOr<volume::FileInfo> dir = sys_->Stat(options_.directory);
-  if (!dir.ok() || !volume::IsDirectoryMode(dir->mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("plugin registration directory ", options_.directory, " does not exist"));
-  }
+  // Watching follows a symlink to the directory, as the kubelet does.
   absl::StatusOr<std::unique_ptr<volume::DirWatch>> watch = sys_->WatchDir(options_.directory);
   if (!watch.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("watching ", options_.directory, ": ", watch.status().message()));
+        absl::StrCat("plugin registration directory ", options_.directory,
+                     " does not exist or cannot be watched: ", watch.status().message()));
   }
   watch_ = *std::move(watch);
   started_ = true;

@@ -71,10 +71,10 @@ class RegistrationWatcherTest : public ::testing::Test {
   std::string RegSocket(const std::string& name) { return reg_dir_ + "/" + name + "-reg.sock"; }
   std::string CsiSocket(const std::string& name) { return dir_.Sub("plugins/" + name + ".sock"); }
 
-  void StartWatcher() {
+  void StartWatcher(absl::Duration call_timeout = absl::Seconds(30)) {
     RegistrationWatcherOptions options;
     options.directory = reg_dir_;
-    options.call_timeout = absl::Seconds(30);
+    options.call_timeout = call_timeout;
     options.retry_interval = absl::Seconds(1);
     watcher_ = std::make_unique<RegistrationWatcher>(registry_.get(), sys_, &clock_, options);
     ASSERT_TRUE(watcher_->Start().ok());
@@ -264,11 +264,30 @@ TEST_F(RegistrationWatcherTest, ABrokenWatchStopsDiscoveryButNotTheWatcher) {
   sys_ = &steered_;
   StartWatcher();
   ASSERT_TRUE(steered_.events->AwaitDrained());
+  EXPECT_EQ(steered_.events->WaitCalls(), 1);
   steered_.events->Break(absl::InternalError("inotify went away"));
-  fakes::FakePlugin* plugin = AddPlugin("after.csi.test");
-  steered_.events->Push({volume::DirEvent::Kind::kAdded, "after.csi.test-reg.sock"});
-  watcher_->Stop();  // the watching thread has ended; Stop still returns
-  EXPECT_EQ(plugin->Calls("GetInfo"), 0);
+  watcher_->Stop();  // the watching thread has ended or ends now; Stop returns
+  // The watching thread did not keep asking a broken watch.
+  EXPECT_EQ(steered_.events->WaitCalls(), 1);
+}
+
+TEST_F(RegistrationWatcherTest, ASymlinkToTheDirectoryIsWatched) {
+  ASSERT_EQ(::symlink(reg_dir_.c_str(), dir_.Sub("registry-link").c_str()), 0);
+  reg_dir_ = dir_.Sub("registry-link");
+  AddPlugin("linked.csi.test");
+  StartWatcher();
+  ASSERT_TRUE(base::WaitUntil([&] { return Registered(RegSocket("linked.csi.test")); }));
+  fakes::FakePlugin* late = AddPlugin("late.csi.test");
+  ASSERT_TRUE(late->AwaitRegistrationStatuses(1));
+  EXPECT_TRUE(late->RegistrationStatuses()[0].plugin_registered());
+}
+
+TEST_F(RegistrationWatcherTest, AFileIsNoDirectory) {
+  ASSERT_TRUE(fakes::WriteFile(dir_.Sub("file"), "x").ok());
+  RegistrationWatcherOptions options;
+  options.directory = dir_.Sub("file");
+  RegistrationWatcher watcher(registry_.get(), sys_, &clock_, options);
+  EXPECT_EQ(watcher.Start().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(RegistrationWatcherTest, IgnoresFilesThatAreNotSockets) {
@@ -287,7 +306,9 @@ TEST_F(RegistrationWatcherTest, IgnoresFilesThatAreNotSockets) {
 TEST_F(RegistrationWatcherTest, HungRegistrarDoesNotBlockOthers) {
   fakes::FakePlugin* hung = AddPlugin("hung.csi.test");
   hung->SetHang("GetInfo", true);
-  StartWatcher();
+  // A deadline far beyond the test's own timeout: if Stop waited for it
+  // rather than cancelling, the test would time out.
+  StartWatcher(/*call_timeout=*/absl::Hours(1));
   ASSERT_TRUE(hung->AwaitCalls("GetInfo", 1));
   fakes::FakePlugin* good = AddPlugin("good.csi.test");
   ASSERT_TRUE(good->AwaitRegistrationStatuses(1));

@@ -19,12 +19,14 @@ std::string Dirname(const std::string& path) {
   return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// `id` as one path segment (pkg/volume's escaping). INVALID_ARGUMENT, naming
-// `what`, for an empty id and for one too long to be escaped reversibly.
+// `id` as one path segment of the POSIX portable filename set (pkg/volume's
+// escaping): the paths go to other vendors' plugins. INVALID_ARGUMENT,
+// naming `what`, for an empty id and for one too long to escape reversibly.
 absl::StatusOr<std::string> Segment(absl::string_view id, absl::string_view what) {
+  constexpr volume::SegmentAlphabet kAlphabet = volume::SegmentAlphabet::kPortable;
   if (id.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
-  std::string segment = volume::EscapePathSegment(id);
-  if (!volume::UnescapePathSegment(segment).ok()) {
+  std::string segment = volume::EscapePathSegment(id, kAlphabet);
+  if (!volume::UnescapePathSegment(segment, kAlphabet).ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " is too long for a path segment (", id.size(), " bytes)"));
   }
@@ -321,10 +323,11 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
 }
 
 absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest& request) {
-  ASSIGN_OR_RETURN(const Layout at, LayoutOf(request.namespace_, request.volume_id,
-                                             request.alloc_id, request.usage));
+  ASSIGN_OR_RETURN(
+      Layout at, LayoutOf(request.namespace_, request.volume_id, request.alloc_id, request.usage));
   std::string what = DescribeClaim(at.key);
   KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
+  book_.UseRecordedPaths(at.key, &at.staging, &at.target);
 
   std::optional<Claim> existing = book_.Find(at.key);
   const std::string target = existing ? existing->mount.target : at.target;

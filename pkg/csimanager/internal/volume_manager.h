@@ -5,10 +5,11 @@
 //   staging: <root>/staging/<namespace>/<volume>/<usage>
 //   publish: <root>/per-alloc/<alloc>/<volume>/<usage>
 // where usage is UsageName() (e.g. "rw-file-system-multi-node-multi-writer")
-// and ids are escaped into single segments by pkg/volume's EscapePathSegment
-// (an id too long to escape reversibly is INVALID_ARGUMENT). Paths already in
-// the book win over computed ones, so claims and stages made with another
-// escaping keep their paths (see UseRecordedPaths).
+// and ids are escaped into single segments of the POSIX portable filename
+// set by pkg/volume's EscapePathSegment (an id too long to escape reversibly
+// is INVALID_ARGUMENT). Paths already in the book win over computed ones, so
+// claims and stages made under another layout keep their paths
+// (ClaimBook::UseRecordedPaths), for mounts and unmounts alike.
 //
 // MountVolume stages only when the plugin advertises STAGE_UNSTAGE_VOLUME and
 // the book (the staging records in the store) has no finished stage of that

@@ -188,10 +188,13 @@ INSTANTIATE_TEST_SUITE_P(
         PathCase{"../etc", "a/b", "..", "rw-x", "/var/lib/csi/p/staging/..%2Fetc/a%2Fb/rw-x",
                  "/var/lib/csi/p/per-alloc/%2E%2E/a%2Fb/rw-x"},
         PathCase{"ns", "vol#fs#10.0.0.4", "a", "rw-x",
-                 "/var/lib/csi/p/staging/ns/vol#fs#10.0.0.4/rw-x",
-                 "/var/lib/csi/p/per-alloc/a/vol#fs#10.0.0.4/rw-x"},
-        PathCase{"ns", "vol[0]", "a b", "rw-x", "/var/lib/csi/p/staging/ns/vol[0]/rw-x",
-                 "/var/lib/csi/p/per-alloc/a%20b/vol[0]/rw-x"},
+                 "/var/lib/csi/p/staging/ns/vol%23fs%2310.0.0.4/rw-x",
+                 "/var/lib/csi/p/per-alloc/a/vol%23fs%2310.0.0.4/rw-x"},
+        // Only the POSIX portable filename set stays as it is: the paths go
+        // to other vendors' plugins.
+        PathCase{"ns", "vol[0];$(x)", "a b", "rw-x",
+                 "/var/lib/csi/p/staging/ns/vol%5B0%5D%3B%24%28x%29/rw-x",
+                 "/var/lib/csi/p/per-alloc/a%20b/vol%5B0%5D%3B%24%28x%29/rw-x"},
         PathCase{"ns", "50%~", "\n", "rw-x", "/var/lib/csi/p/staging/ns/50%25%7E/rw-x",
                  "/var/lib/csi/p/per-alloc/%0A/50%25%7E/rw-x"}));
 
@@ -209,15 +212,15 @@ TEST(PathLayoutTest, EmptyIdsAreRejected) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// Claims and stages recorded by a version that escaped ids another way
-// ('#' as %23) keep their paths: a new allocation of the same volume
-// publishes from the recorded staging path, no second stage is made, and
-// unmounts go where the claims say.
-TEST_F(VolumeManagerTest, PathsRecordedWithAnotherEscapingKeepWorking) {
+// Claims and stages recorded under another layout (an earlier mount root,
+// say) keep their paths: a new allocation of the same volume publishes from
+// the recorded staging path, no second stage is made, and unmounts go where
+// the claims say.
+TEST_F(VolumeManagerTest, PathsRecordedUnderAnotherLayoutKeepWorking) {
   StartPlugin(/*stage_unstage=*/true);
   const std::string volume = "pvc-1#lustrefs#10.0.0.4";
-  const std::string old_staging = Staging("pvc-1%23lustrefs%2310.0.0.4");
-  const std::string old_target = Target("a1", "pvc-1%23lustrefs%2310.0.0.4");
+  const std::string old_staging = "/csi/old-layout/staging/pvc-1";
+  const std::string old_target = "/csi/old-layout/per-alloc/a1/pvc-1";
   StagingRecord record;
   record.plugin = kPlugin;
   record.path = old_staging;
@@ -248,16 +251,39 @@ TEST_F(VolumeManagerTest, PathsRecordedWithAnotherEscapingKeepWorking) {
   absl::StatusOr<MountInfo> second = manager->MountVolume(Mount("a2", volume));
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->source, old_staging);
-  EXPECT_EQ(second->target, Target("a2", volume));
+  EXPECT_EQ(second->target, Target("a2", "pvc-1%23lustrefs%2310.0.0.4"));
   EXPECT_EQ(manager->UsageCount("default", volume, kRwUsage), 2);
 
   ASSERT_TRUE(manager->UnmountVolume(Unmount("a1", volume)).ok());
   ASSERT_TRUE(manager->UnmountVolume(Unmount("a2", volume)).ok());
-  EXPECT_THAT(VolumeCalls(), ElementsAre(absl::StrCat("NodePublishVolume ", Target("a2", volume)),
+  const std::string a2 = Target("a2", "pvc-1%23lustrefs%2310.0.0.4");
+  EXPECT_THAT(VolumeCalls(), ElementsAre(absl::StrCat("NodePublishVolume ", a2),
                                          absl::StrCat("NodeUnpublishVolume ", old_target),
-                                         absl::StrCat("NodeUnpublishVolume ", Target("a2", volume)),
+                                         absl::StrCat("NodeUnpublishVolume ", a2),
                                          absl::StrCat("NodeUnstageVolume ", old_staging)));
   EXPECT_THAT(StoredClaims(), IsEmpty());
+  EXPECT_THAT(StoredStagings(), IsEmpty());
+}
+
+// Regression: an unmount without a claim computed the staging path and so
+// missed a stage recorded under another layout, which then was never undone.
+TEST_F(VolumeManagerTest, AClaimlessStageUnderAnotherLayoutIsUnstagedByTheNextUnmount) {
+  StartPlugin(/*stage_unstage=*/true);
+  const std::string old_staging = "/csi/old-layout/staging/vol-1";
+  StagingRecord record;
+  record.plugin = kPlugin;
+  record.path = old_staging;
+  record.namespace_ = "default";
+  record.volume_id = "vol-1";
+  record.remote_id = "remote-vol-1";
+  record.usage = kRwUsage;
+  record.state = StagingState::kStaged;
+  ASSERT_TRUE(store_->PutStaging(record).ok());
+  mounts_.SetMounted(old_staging, true);
+  auto manager = NewManager();
+  absl::StatusOr<UnmountResult> result = manager->UnmountVolume(Unmount("a1"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(VolumeCalls(), ElementsAre(absl::StrCat("NodeUnstageVolume ", old_staging)));
   EXPECT_THAT(StoredStagings(), IsEmpty());
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -178,7 +179,9 @@ absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view r
 
 absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what) {
   struct statx stx;
-  int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (*name == '\0' ? AT_EMPTY_PATH : 0);
+  // An empty name means `fd` itself, never the working directory.
+  int flags =
+      AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (*name == '\0' && fd != AT_FDCWD ? AT_EMPTY_PATH : 0);
   if (statx(fd, name, flags, STATX_BASIC_STATS | STATX_MNT_ID, &stx) != 0) {
     return ErrnoError(errno, absl::StrCat("statx ", what));
   }
@@ -220,6 +223,12 @@ absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::
   absl::StatusOr<int> fd = OpenStrict(root, relative, O_RDONLY | O_NONBLOCK);
   if (!fd.ok()) return fd.status();
   Fd file(*fd);
+  struct stat st;
+  if (fstat(file.get(), &st) != 0)
+    return ErrnoError(errno, absl::StrCat("stat ", root, "/", relative));
+  if (!S_ISREG(st.st_mode)) {
+    return ErrnoError(EINVAL, absl::StrCat(root, "/", relative, " is not a regular file"));
+  }
   std::string text(max_bytes, '\0');
   size_t have = 0;
   while (have < max_bytes) {
@@ -233,48 +242,65 @@ absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::
   return text;
 }
 
-absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
-                               const std::string& content, uint32_t mode) {
+absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
+                                  const MarkedDirSpec& spec) {
   std::string name;
   absl::StatusOr<int> parent = OpenParentStrict(root, relative, &name);
   if (!parent.ok()) return parent.status();
   Fd parent_fd(*parent);
   const std::string what = absl::StrCat(root, "/", relative);
-  Fd file(openat(parent_fd.get(), name.c_str(),
-                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777));
-  if (file.get() < 0) return ErrnoError(errno, absl::StrCat("create ", what));
-  auto fail = [&](int err, const char* step) {
-    // Nothing half-written stays behind.
-    unlinkat(parent_fd.get(), name.c_str(), 0);
-    return ErrnoError(err, absl::StrCat(step, " ", what));
+  if (spec.marker_name.empty() || spec.marker_name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("bad marker name \"", spec.marker_name, "\""));
+  }
+  if (mkdirat(parent_fd.get(), name.c_str(), 0700) != 0) {
+    return ErrnoError(errno, absl::StrCat("mkdir ", what));
+  }
+  int opened = OpenStrictlyBeneath(parent_fd.get(), name.c_str(),
+                                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (opened < 0) {
+    int err = errno;
+    // Ours is gone or replaced by something that is no directory: leave it.
+    return StrictError(err, root, relative);
+  }
+  Fd dir(opened);
+  struct stat st;
+  if (fstat(dir.get(), &st) != 0) return ErrnoError(errno, absl::StrCat("stat ", what));
+  if (st.st_uid != geteuid()) {
+    // Renamed into place between the mkdir and the open: not ours to change.
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " was replaced while it was being created; nothing changed"));
+  }
+  bool marker_made = false;
+  auto fail = [&](int err, absl::string_view step) {
+    if (marker_made) unlinkat(dir.get(), spec.marker_name.c_str(), 0);
+    // Only an empty directory goes: nothing anyone put there is lost.
+    std::string left;
+    if (unlinkat(parent_fd.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      left = absl::StrCat(" (and it was left behind: ", std::strerror(errno), ")");
+    }
+    return ErrnoError(err, absl::StrCat(step, " ", what, left));
   };
-  if (fchmod(file.get(), mode & 07777) != 0) return fail(errno, "chmod");
+  if (spec.uid.has_value() || spec.gid.has_value()) {
+    uid_t uid = spec.uid.has_value() ? *spec.uid : static_cast<uid_t>(-1);
+    gid_t gid = spec.gid.has_value() ? *spec.gid : static_cast<gid_t>(-1);
+    if (fchown(dir.get(), uid, gid) != 0) return fail(errno, "chown");
+  }
+  if (fchmod(dir.get(), spec.mode & 07777) != 0) return fail(errno, "chmod");
+  Fd marker(openat(dir.get(), spec.marker_name.c_str(),
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, spec.marker_mode & 07777));
+  if (marker.get() < 0) return fail(errno, "create marker in");
+  marker_made = true;
+  if (fchmod(marker.get(), spec.marker_mode & 07777) != 0) return fail(errno, "chmod marker in");
   size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(file.get(), content.data() + done, content.size() - done);
+  while (done < spec.marker_content.size()) {
+    ssize_t n =
+        write(marker.get(), spec.marker_content.data() + done, spec.marker_content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(n < 0 ? errno : EIO, "write");
+    if (n <= 0) return fail(n < 0 ? errno : EIO, "write marker in");
     done += static_cast<size_t>(n);
   }
-  if (fsync(file.get()) != 0) return fail(errno, "fsync");
-  return absl::OkStatus();
-}
-
-absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
-                             std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                             uint32_t mode) {
-  absl::StatusOr<int> fd = OpenStrict(root, relative, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
-  if (!fd.ok()) return fd.status();
-  Fd file(*fd);
-  const std::string what = absl::StrCat(root, "/", relative);
-  if (uid.has_value() || gid.has_value()) {
-    uid_t u = uid.has_value() ? *uid : static_cast<uid_t>(-1);
-    gid_t g = gid.has_value() ? *gid : static_cast<gid_t>(-1);
-    if (fchown(file.get(), u, g) != 0) return ErrnoError(errno, absl::StrCat("chown ", what));
-  }
-  if (fchmod(file.get(), mode & 07777) != 0) {
-    return ErrnoError(errno, absl::StrCat("chmod ", what));
-  }
+  if (fsync(marker.get()) != 0) return fail(errno, "sync marker in");
+  if (fsync(dir.get()) != 0) return fail(errno, "sync");
   return absl::OkStatus();
 }
 

@@ -5,7 +5,9 @@
 // links from leaving the root; the *Beneath calls that create, read or change
 // something resolve strictly (kResolveStrictlyBeneath: no symlink at all, no
 // other mount) and act on what they opened, so nothing swapped into the path
-// can redirect them. They implement the same calls of LinuxSyscalls; see
+// can redirect a call. (A sequence of calls resolves each time anew;
+// MakeMarkedDirBeneath does its whole job through one descriptor for that
+// reason.) They implement the same calls of LinuxSyscalls; see
 // pkg/volume/syscalls.h for their contracts. Stateless and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_BENEATH_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_BENEATH_H_
@@ -55,11 +57,8 @@ absl::Status MkdirBeneath(const std::string& root, const std::string& relative, 
 absl::StatusOr<FileInfo> StatBeneath(const std::string& root, const std::string& relative);
 absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
                                             size_t max_bytes);
-absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
-                               const std::string& content, uint32_t mode);
-absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
-                             std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                             uint32_t mode);
+absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
+                                  const MarkedDirSpec& spec);
 
 // FileInfo from statx(2) of `fd` itself (AT_EMPTY_PATH), or of `name` in the
 // directory `fd` without following a final symlink.

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,40 +89,70 @@ TEST_F(ResolveBeneathTest, NulIsRefused) {
 
 // --- The strict calls -----------------------------------------------------------
 
+MarkedDirSpec Spec(uint32_t mode = 02751) {
+  MarkedDirSpec spec;
+  spec.mode = mode;
+  spec.marker_name = "owner";
+  spec.marker_content = "hello";
+  spec.marker_mode = 0440;
+  return spec;
+}
+
 TEST_F(ResolveBeneathTest, StrictCallsCreateReadAndChange) {
   ASSERT_TRUE(MkdirBeneath(root_, "a/new", 0700).ok());
   EXPECT_EQ(MkdirBeneath(root_, "a/new", 0700).code(), absl::StatusCode::kAlreadyExists);
-  ASSERT_TRUE(CreateFileBeneath(root_, "a/new/f", "hello", 0640).ok());
-  EXPECT_EQ(CreateFileBeneath(root_, "a/new/f", "again", 0640).code(),
+  ASSERT_TRUE(MakeMarkedDirBeneath(root_, "a/new/made", Spec()).ok());
+  EXPECT_EQ(MakeMarkedDirBeneath(root_, "a/new/made", Spec()).code(),
             absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(*ReadFileBeneath(root_, "a/new/f", 100), "hello");
-  EXPECT_EQ(*ReadFileBeneath(root_, "a/new/f", 3), "hel");
-  absl::StatusOr<FileInfo> file = StatBeneath(root_, "a/new/f");
-  ASSERT_TRUE(file.ok()) << file.status();
-  EXPECT_EQ(file->mode & 07777, 0640u);  // exactly, whatever the umask
-  EXPECT_EQ(file->mode & kFileTypeMask, kTypeRegular);
-  ASSERT_TRUE(SetOwnerBeneath(root_, "a/new", std::nullopt, std::nullopt, 02751).ok());
-  EXPECT_EQ(StatBeneath(root_, "a/new")->mode & 07777, 02751u);
+  EXPECT_EQ(*ReadFileBeneath(root_, "a/new/made/owner", 100), "hello");
+  EXPECT_EQ(*ReadFileBeneath(root_, "a/new/made/owner", 3), "hel");
+  absl::StatusOr<FileInfo> marker = StatBeneath(root_, "a/new/made/owner");
+  ASSERT_TRUE(marker.ok()) << marker.status();
+  EXPECT_EQ(marker->mode & 07777, 0440u);  // exactly, whatever the umask
+  EXPECT_EQ(marker->mode & kFileTypeMask, kTypeRegular);
+  absl::StatusOr<FileInfo> dir = StatBeneath(root_, "a/new/made");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  EXPECT_EQ(dir->mode & 07777, 02751u);
+  EXPECT_EQ(dir->mode & kFileTypeMask, kTypeDirectory);
   EXPECT_EQ(StatBeneath(root_, "a/missing").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(ReadFileBeneath(root_, "a/missing", 1).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(MkdirBeneath(root_, "a/missing/x", 0700).code(), absl::StatusCode::kNotFound);
+  // Only regular files are read.
+  EXPECT_EQ(ErrnoOf(ReadFileBeneath(root_, "a/new", 10).status()), EINVAL);
+  ASSERT_EQ(mkfifo((root_ + "/a/fifo").c_str(), 0600), 0);
+  EXPECT_EQ(ErrnoOf(ReadFileBeneath(root_, "a/fifo", 10).status()), EINVAL);
 }
 
 TEST_F(ResolveBeneathTest, StrictCallsFollowNoSymlinkAtAll) {
   // a/rel -> b stays inside the root, yet strict calls refuse it too.
   const absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
   EXPECT_EQ(StatBeneath(root_, "a/rel").status().code(), kInvalid);
-  EXPECT_EQ(StatBeneath(root_, "a/rel/.").status().code(), kInvalid);
+  EXPECT_EQ(StatBeneath(root_, "a/rel/x").status().code(), kInvalid);
   EXPECT_EQ(MkdirBeneath(root_, "a/rel/new", 0755).code(), kInvalid);
-  EXPECT_EQ(CreateFileBeneath(root_, "a/out/f", "x", 0644).code(), kInvalid);
+  EXPECT_EQ(MakeMarkedDirBeneath(root_, "a/out/new", Spec()).code(), kInvalid);
+  EXPECT_EQ(MakeMarkedDirBeneath(root_, "a/up", Spec()).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(ReadFileBeneath(root_, "abs", 10).status().code(), kInvalid);
-  EXPECT_EQ(SetOwnerBeneath(root_, "a/up", std::nullopt, std::nullopt, 0700).code(), kInvalid);
   EXPECT_EQ(MkdirBeneath(root_, "../x", 0755).code(), kInvalid);
   EXPECT_EQ(MkdirBeneath(root_, "a/../../x", 0755).code(), kInvalid);
   EXPECT_EQ(StatBeneath(root_, "/a").status().code(), kInvalid);
   struct stat st;
-  EXPECT_NE(lstat((base_ + "/outside/f").c_str(), &st), 0);
+  EXPECT_NE(lstat((base_ + "/outside/new").c_str(), &st), 0);
   EXPECT_NE(lstat((root_ + "/a/b/new").c_str(), &st), 0);
+  EXPECT_NE(lstat((root_ + "/a/b/owner").c_str(), &st), 0);
+}
+
+// A marker that cannot be made (the file system has no inode left for it)
+// leaves no unmarked directory behind.
+TEST_F(ResolveBeneathTest, AFailedMarkerTakesTheDirectoryBack) {
+  const std::string small = root_ + "/small";
+  Mkdir(small);
+  // Two inodes: the root of the tmpfs and one more.
+  ASSERT_EQ(mount("tmpfs", small.c_str(), "tmpfs", 0, "nr_inodes=2,size=64k"), 0) << errno;
+  absl::Status s = MakeMarkedDirBeneath(small, "vol", Spec());
+  EXPECT_EQ(ErrnoOf(s), ENOSPC) << s;
+  struct stat st;
+  EXPECT_NE(lstat((small + "/vol").c_str(), &st), 0) << "the unmarked directory stayed";
+  EXPECT_EQ(umount(small.c_str()), 0);
 }
 
 }  // namespace

@@ -215,15 +215,9 @@ class LinuxSyscalls : public Syscalls {
     return os::ReadFileBeneath(root, relative, max_bytes);
   }
 
-  absl::Status CreateFileBeneath(const std::string& root, const std::string& relative,
-                                 const std::string& content, uint32_t mode) override {
-    return os::CreateFileBeneath(root, relative, content, mode);
-  }
-
-  absl::Status SetOwnerBeneath(const std::string& root, const std::string& relative,
-                               std::optional<uint32_t> uid, std::optional<uint32_t> gid,
-                               uint32_t mode) override {
-    return os::SetOwnerBeneath(root, relative, uid, gid, mode);
+  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
+                                    const MarkedDirSpec& spec) override {
+    return os::MakeMarkedDirBeneath(root, relative, spec);
   }
 
   absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
