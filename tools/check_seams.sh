@@ -10,10 +10,9 @@ cd "$(dirname "$0")/.."
 
 # The seam itself: the real implementations, and the programs they start.
 seam_dir=pkg/volume/linux/
-# Test helpers and fakes (flag constants, temporary directories).
+# Test helpers: temporary directories, the fake plugins' socket files.
 test_helpers=(
   pkg/volume/test_dir.cc
-  pkg/volume/fake_syscalls.cc
   pkg/csimanager/testing/test_util.cc
   pkg/csimanager/testing/fake_plugin.cc
 )

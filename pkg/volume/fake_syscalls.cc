@@ -1,7 +1,5 @@
 #include "pkg/volume/fake_syscalls.h"
 
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
@@ -45,7 +43,7 @@ struct FakeSyscalls::MountRec {
   std::shared_ptr<Fs> fs;
   std::string root;         // fs-relative path shown at the mount point
   std::string mount_point;  // absolute path in the namespace
-  unsigned long flags = 0;  // per-mount flags (MS_RDONLY, MS_NOSUID, ...)
+  unsigned long flags = 0;  // per-mount flags (kMsRdonly, kMsNosuid, ...)
   int broken = 0;
   bool busy = false;
 };
@@ -61,9 +59,9 @@ struct FakeSyscalls::Step {
 
 namespace {
 
-constexpr unsigned long kPerMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME |
-                                         MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME;
-constexpr unsigned long kPropagationFlags = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
+constexpr unsigned long kPerMountFlags = kMsRdonly | kMsNosuid | kMsNodev | kMsNoexec | kMsNoatime |
+                                         kMsNodiratime | kMsRelatime | kMsStrictatime;
+constexpr unsigned long kPropagationFlags = kMsShared | kMsPrivate | kMsSlave | kMsUnbindable;
 constexpr int kMaxSymlinks = 40;
 
 std::string JoinPath(const std::string& dir, absl::string_view name) {
@@ -134,7 +132,7 @@ FakeSyscalls::FakeSyscalls() {
   m->fs = fs;
   m->root = "/";
   m->mount_point = "/";
-  m->flags = MS_RELATIME;
+  m->flags = kMsRelatime;
   mounts_.push_back(std::move(m));
 }
 
@@ -254,8 +252,9 @@ int FakeSyscalls::ResolveParent(const std::string& path, Step* parent, std::stri
 FileInfo FakeSyscalls::InfoAt(const Step& step, const Node& node) const {
   const MountRec& m = *mounts_[step.mount];
   FileInfo info;
-  uint32_t type =
-      node.type == Node::kDir ? S_IFDIR : (node.type == Node::kFile ? S_IFREG : S_IFLNK);
+  uint32_t type = node.type == Node::kDir
+                      ? kTypeDirectory
+                      : (node.type == Node::kFile ? kTypeRegular : kTypeSymlink);
   info.mode = type | node.mode;
   info.uid = node.uid;
   info.gid = node.gid;
@@ -293,7 +292,7 @@ int FakeSyscalls::AddNode(const std::string& path, const Node& proto, bool ok_if
   if (it != m.fs->nodes.end()) {
     return ok_if_dir && it->second.type == Node::kDir && proto.type == Node::kDir ? 0 : EEXIST;
   }
-  if (m.flags & MS_RDONLY) return EROFS;
+  if (m.flags & kMsRdonly) return EROFS;
   Node node = proto;
   node.ino = m.fs->next_ino++;
   m.fs->nodes[child] = node;
@@ -344,14 +343,14 @@ absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& t
   absl::MutexLock lock(&mu_);
   auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake mount ", what)); };
 
-  if (flags & MS_MOVE) return fail(EINVAL);
-  if (flags & MS_REMOUNT) {
+  if (flags & kMsMove) return fail(EINVAL);
+  if (flags & kMsRemount) {
     size_t index = 0;
     int err = TopMountIndex(target, &index);
     if (err != 0) return fail(err);
     MountRec& m = *mounts_[index];
     m.flags = flags & kPerMountFlags;
-    if (!(flags & MS_BIND)) m.fs->data = data;
+    if (!(flags & kMsBind)) m.fs->data = data;
     return absl::OkStatus();
   }
   if (flags & kPropagationFlags) {
@@ -369,7 +368,7 @@ absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& t
   m->id = next_mount_id_++;
   m->parent_id = mounts_[at.mount]->id;
   m->mount_point = at.abs;
-  if (flags & MS_BIND) {
+  if (flags & kMsBind) {
     Step from;
     err = Resolve(source, true, &from);
     if (err != 0) return fail(err);
@@ -381,7 +380,7 @@ absl::Status FakeSyscalls::Mount(const std::string& source, const std::string& t
     }
     m->fs = src.fs;
     m->root = from.fs_path;
-    m->flags = src.flags;  // a bind copies the source mount's flags; MS_RDONLY etc. are ignored
+    m->flags = src.flags;  // a bind copies the source mount's flags; kMsRdonly etc. are ignored
   } else {
     if (fstype.empty()) return fail(ENODEV);
     if (target_node->type != Node::kDir) return fail(ENOTDIR);
@@ -416,10 +415,10 @@ absl::Status FakeSyscalls::BindBeneath(const std::string& root, const std::strin
 absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const std::string& target,
                                               bool recursive, unsigned long flags) {
   if (!atomic_binds_) return Syscalls::BindMountWithFlags(source, target, recursive, flags);
-  absl::Status bound = Mount(source, target, "", MS_BIND | (recursive ? MS_REC : 0), "");
+  absl::Status bound = Mount(source, target, "", kMsBind | (recursive ? kMsRec : 0), "");
   if (!bound.ok()) return bound;
-  absl::Status flagged = Mount("", target, "", MS_REMOUNT | MS_BIND | flags, "");
-  if (!flagged.ok()) Unmount(target, MNT_DETACH).IgnoreError();
+  absl::Status flagged = Mount("", target, "", kMsRemount | kMsBind | flags, "");
+  if (!flagged.ok()) Unmount(target, kMntDetach).IgnoreError();
   return flagged;
 }
 
@@ -437,11 +436,11 @@ absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
   Step at;
   // The last component is not looked up inside the mount, so a broken mount
   // can still be unmounted.
-  int err = Resolve(target, !(flags & UMOUNT_NOFOLLOW), &at);
+  int err = Resolve(target, !(flags & kUmountNofollow), &at);
   if (err != 0) return fail(err);
   if (!at.at_root) return fail(EINVAL);
   if (at.mount == 0) return fail(EBUSY);
-  if (!(flags & MNT_DETACH)) {
+  if (!(flags & kMntDetach)) {
     if (mounts_[at.mount]->busy) return fail(EBUSY);
     for (const auto& m : mounts_) {
       if (m->parent_id == mounts_[at.mount]->id) return fail(EBUSY);
@@ -512,7 +511,7 @@ absl::Status FakeSyscalls::Rmdir(const std::string& path) {
   if (next != m.fs->nodes.end() && absl::StartsWith(next->first, prefix)) {
     return fail(ENOTEMPTY);
   }
-  if (m.flags & MS_RDONLY) return fail(EROFS);
+  if (m.flags & kMsRdonly) return fail(EROFS);
   m.fs->nodes.erase(it);
   Notify(parent.abs, {DirEvent::Kind::kRemoved, name});
   Notify(JoinPath(parent.abs, name), {DirEvent::Kind::kDirectoryGone, ""});
@@ -525,13 +524,13 @@ absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
   absl::MutexLock lock(&mu_);
   std::string out;
   for (const auto& m : mounts_) {
-    std::vector<std::string> opts = {(m->flags & MS_RDONLY) ? "ro" : "rw"};
-    if (m->flags & MS_NOSUID) opts.push_back("nosuid");
-    if (m->flags & MS_NODEV) opts.push_back("nodev");
-    if (m->flags & MS_NOEXEC) opts.push_back("noexec");
-    if (m->flags & MS_NOATIME) opts.push_back("noatime");
-    if (m->flags & MS_NODIRATIME) opts.push_back("nodiratime");
-    if (!(m->flags & (MS_NOATIME | MS_STRICTATIME))) opts.push_back("relatime");
+    std::vector<std::string> opts = {(m->flags & kMsRdonly) ? "ro" : "rw"};
+    if (m->flags & kMsNosuid) opts.push_back("nosuid");
+    if (m->flags & kMsNodev) opts.push_back("nodev");
+    if (m->flags & kMsNoexec) opts.push_back("noexec");
+    if (m->flags & kMsNoatime) opts.push_back("noatime");
+    if (m->flags & kMsNodiratime) opts.push_back("nodiratime");
+    if (!(m->flags & (kMsNoatime | kMsStrictatime))) opts.push_back("relatime");
     std::string super = m->fs->data.empty() ? "rw" : absl::StrCat("rw,", m->fs->data);
     absl::StrAppend(
         &out, m->id, " ", m->parent_id, " ", major(m->fs->dev), ":", minor(m->fs->dev), " ",
@@ -786,7 +785,7 @@ absl::Status FakeSyscalls::RemoveTreeBeneath(const std::string& root, const std:
   Step at;
   int err = ResolveStrict(root, relative, false, &at, nullptr);
   if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
-  if (err == 0 && (mounts_[at.mount]->flags & MS_RDONLY)) err = EROFS;
+  if (err == 0 && (mounts_[at.mount]->flags & kMsRdonly)) err = EROFS;
   if (err != 0) return StrictError(err, "remove tree", root, relative);
   MountRec& m = *mounts_[at.mount];
   for (const auto& other : mounts_) {

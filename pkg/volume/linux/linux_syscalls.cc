@@ -25,7 +25,8 @@ static_assert(kMsRdonly == MS_RDONLY && kMsNosuid == MS_NOSUID && kMsNodev == MS
               kMsNoexec == MS_NOEXEC && kMsRemount == MS_REMOUNT && kMsNoatime == MS_NOATIME &&
               kMsNodiratime == MS_NODIRATIME && kMsBind == MS_BIND && kMsRec == MS_REC &&
               kMsPrivate == MS_PRIVATE && kMsRelatime == MS_RELATIME &&
-              kMsStrictatime == MS_STRICTATIME);
+              kMsStrictatime == MS_STRICTATIME && kMsMove == MS_MOVE &&
+              kMsUnbindable == MS_UNBINDABLE && kMsSlave == MS_SLAVE && kMsShared == MS_SHARED);
 static_assert(kMntForce == MNT_FORCE && kMntDetach == MNT_DETACH &&
               kUmountNofollow == UMOUNT_NOFOLLOW);
 static_assert(kFileTypeMask == S_IFMT && kTypeSocket == S_IFSOCK && kTypeSymlink == S_IFLNK &&
