@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::csimanager {
 
@@ -240,13 +241,11 @@ absl::Status ValidatePluginName(absl::string_view name) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid plugin name \"", absl::CHexEscape(name), "\": ", why));
   };
-  auto plain = [](unsigned char c) {
-    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
-  };
   if (name.empty()) return bad("empty");
   if (name.size() > 63) return bad("longer than 63 characters");
   for (unsigned char c : name) {
-    if (!plain(c)) return bad("only letters, digits, '-', '_' and '.' are allowed");
+    if (!volume::IsPortableFilenameByte(c))
+      return bad("only letters, digits, '-', '_' and '.' are allowed");
   }
   if (!absl::ascii_isalnum(name.front()) || !absl::ascii_isalnum(name.back())) {
     return bad("must start and end with a letter or digit");

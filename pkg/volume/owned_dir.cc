@@ -84,8 +84,11 @@ absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::s
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     path = path.empty() ? parts[i] : absl::StrCat(path, "/", parts[i]);
     absl::Status made = sys.MkdirBeneath(root, path, 0755);
-    if (!made.ok() && !absl::IsAlreadyExists(made)) return made;
-    RETURN_IF_ERROR(CheckDir(sys, root, path));
+    if (absl::IsAlreadyExists(made)) {
+      RETURN_IF_ERROR(CheckDir(sys, root, path));  // not a file, a symlink or a mount
+    } else if (!made.ok()) {
+      return made;
+    }
   }
   MarkedDirSpec spec;
   spec.mode = options.mode & 07777;

@@ -15,9 +15,7 @@ namespace {
 constexpr size_t kHashedPrefix = kMaxPathSegment - 1 - 64;
 
 bool IsPlainByte(unsigned char c, SegmentAlphabet alphabet) {
-  if (alphabet == SegmentAlphabet::kPortable) {
-    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
-  }
+  if (alphabet == SegmentAlphabet::kPortable) return IsPortableFilenameByte(c);
   return c > 0x20 && c < 0x7f && c != '/' && c != '%' && c != '\\' && c != '~';
 }
 
@@ -35,6 +33,10 @@ void AppendEscaped(std::string& out, unsigned char c) {
 }
 
 }  // namespace
+
+bool IsPortableFilenameByte(unsigned char c) {
+  return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+}
 
 absl::Status ValidatePathSegment(absl::string_view id, size_t max_len) {
   if (id.empty()) return absl::InvalidArgumentError("path segment is empty");

@@ -27,6 +27,10 @@ inline constexpr size_t kMaxPathSegment = 255;
 // problem otherwise.
 absl::Status ValidatePathSegment(absl::string_view id, size_t max_len = kMaxPathSegment);
 
+// Whether `c` is in the POSIX portable filename character set:
+// A-Z a-z 0-9 . _ -
+bool IsPortableFilenameByte(unsigned char c);
+
 // Which bytes EscapePathSegment keeps as they are; every other byte becomes
 // %XX.
 enum class SegmentAlphabet {

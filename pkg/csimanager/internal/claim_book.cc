@@ -196,17 +196,19 @@ std::optional<std::string> ClaimBook::RecordedStagingLocked(const std::string& n
   return std::nullopt;
 }
 
-void ClaimBook::UseRecordedPaths(const ClaimKey& key, std::string* staging, std::string* target) {
+std::optional<Claim> ClaimBook::UseRecordedPaths(const ClaimKey& key, std::string* staging,
+                                                 std::string* target) {
   absl::MutexLock lock(&mu_);
   auto claim = claims_.find(key);
   if (claim != claims_.end()) {
     *target = claim->second.mount.target;
     if (claim->second.mount.staged) *staging = claim->second.mount.source;
-    return;
+    return claim->second;
   }
   std::optional<std::string> recorded =
       RecordedStagingLocked(key.namespace_, key.volume_id, key.usage);
   if (recorded.has_value()) *staging = *recorded;
+  return std::nullopt;
 }
 
 }  // namespace lustre_csi::csimanager

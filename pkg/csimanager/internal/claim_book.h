@@ -78,7 +78,9 @@ class ClaimBook {
   // target and staging path, or the staging path in use for the same
   // volume and usage. Paths made under another layout (an earlier mount
   // root, say) keep working. Unchanged where the book holds nothing.
-  void UseRecordedPaths(const ClaimKey& key, std::string* staging, std::string* target);
+  // Returns `key`'s claim, if any (one lookup for both).
+  std::optional<Claim> UseRecordedPaths(const ClaimKey& key, std::string* staging,
+                                        std::string* target);
 
  private:
   std::optional<std::string> RecordedStagingLocked(const std::string& namespace_,

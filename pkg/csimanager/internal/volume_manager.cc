@@ -60,13 +60,23 @@ VolumeManager::VolumeManager(std::string plugin, VolumeManagerOptions options,
       cancel_(cancel),
       book_(plugin_, store) {}
 
+std::string VolumeManager::JoinStaging(absl::string_view ns, absl::string_view volume,
+                                       absl::string_view use) const {
+  return absl::StrCat(options_.root, "/staging/", ns, "/", volume, "/", use);
+}
+
+std::string VolumeManager::JoinTarget(absl::string_view alloc, absl::string_view volume,
+                                      absl::string_view use) const {
+  return absl::StrCat(options_.root, "/per-alloc/", alloc, "/", volume, "/", use);
+}
+
 absl::StatusOr<std::string> VolumeManager::StagingPath(const std::string& namespace_,
                                                        const std::string& volume_id,
                                                        const std::string& usage) const {
   ASSIGN_OR_RETURN(std::string ns, Segment(namespace_, "namespace"));
   ASSIGN_OR_RETURN(std::string volume, Segment(volume_id, "volume id"));
   ASSIGN_OR_RETURN(std::string use, Segment(usage, "usage"));
-  return absl::StrCat(options_.root, "/staging/", ns, "/", volume, "/", use);
+  return JoinStaging(ns, volume, use);
 }
 
 absl::StatusOr<std::string> VolumeManager::VolumeKey(const std::string& namespace_,
@@ -82,18 +92,23 @@ absl::StatusOr<std::string> VolumeManager::TargetPath(const std::string& alloc_i
   ASSIGN_OR_RETURN(std::string alloc, Segment(alloc_id, "alloc id"));
   ASSIGN_OR_RETURN(std::string volume, Segment(volume_id, "volume id"));
   ASSIGN_OR_RETURN(std::string use, Segment(usage, "usage"));
-  return absl::StrCat(options_.root, "/per-alloc/", alloc, "/", volume, "/", use);
+  return JoinTarget(alloc, volume, use);
 }
 
 absl::StatusOr<VolumeManager::Layout> VolumeManager::LayoutOf(const std::string& namespace_,
                                                               const std::string& volume_id,
                                                               const std::string& alloc_id,
                                                               const VolumeUsage& usage) const {
-  Layout at;
+  // Each id is escaped once, in the order the paths above check them.
   ASSIGN_OR_RETURN(std::string name, UsageName(usage));
-  ASSIGN_OR_RETURN(at.staging, StagingPath(namespace_, volume_id, name));
-  ASSIGN_OR_RETURN(at.target, TargetPath(alloc_id, volume_id, name));
-  ASSIGN_OR_RETURN(at.volume_key, VolumeKey(namespace_, volume_id));
+  ASSIGN_OR_RETURN(std::string ns, Segment(namespace_, "namespace"));
+  ASSIGN_OR_RETURN(std::string volume, Segment(volume_id, "volume id"));
+  ASSIGN_OR_RETURN(std::string use, Segment(name, "usage"));
+  ASSIGN_OR_RETURN(std::string alloc, Segment(alloc_id, "alloc id"));
+  Layout at;
+  at.staging = JoinStaging(ns, volume, use);
+  at.target = JoinTarget(alloc, volume, use);
+  at.volume_key = absl::StrCat(ns, "/", volume);
   at.key = ClaimKey{plugin_, namespace_, volume_id, alloc_id, std::move(name)};
   return at;
 }
@@ -209,9 +224,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
       Layout at, LayoutOf(request.namespace_, request.volume_id, request.alloc_id, request.usage));
   std::string what = DescribeClaim(at.key);
   KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
-  book_.UseRecordedPaths(at.key, &at.staging, &at.target);
-
-  std::optional<Claim> existing = book_.Find(at.key);
+  std::optional<Claim> existing = book_.UseRecordedPaths(at.key, &at.staging, &at.target);
   if (existing.has_value()) {
     if (existing->remote_id != request.remote_id) {
       return absl::FailedPreconditionError(
@@ -327,10 +340,8 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
       Layout at, LayoutOf(request.namespace_, request.volume_id, request.alloc_id, request.usage));
   std::string what = DescribeClaim(at.key);
   KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
-  book_.UseRecordedPaths(at.key, &at.staging, &at.target);
-
-  std::optional<Claim> existing = book_.Find(at.key);
-  const std::string target = existing ? existing->mount.target : at.target;
+  std::optional<Claim> existing = book_.UseRecordedPaths(at.key, &at.staging, &at.target);
+  const std::string& target = at.target;  // the claim's own when there is one
   const std::string staging =
       existing ? existing->mount.source : at.staging;  // empty when not staged
   const std::string remote_id = existing ? existing->remote_id : request.remote_id;

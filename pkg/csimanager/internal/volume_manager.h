@@ -169,6 +169,11 @@ class VolumeManager {
   // The queue key of a volume: its escaped namespace and id.
   absl::StatusOr<std::string> VolumeKey(const std::string& namespace_,
                                         const std::string& volume_id) const;
+  // The paths from escaped segments.
+  std::string JoinStaging(absl::string_view ns, absl::string_view volume,
+                          absl::string_view use) const;
+  std::string JoinTarget(absl::string_view alloc, absl::string_view volume,
+                         absl::string_view use) const;
   // Where a request's volume lives, computed once per request.
   struct Layout {
     std::string staging;     // its staging path (used when the plugin stages)

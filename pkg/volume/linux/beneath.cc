@@ -93,16 +93,6 @@ class Fd {
   const int fd_;
 };
 
-// The error of a strict resolution that failed with `err`.
-absl::Status StrictError(int err, const std::string& root, const std::string& relative) {
-  if (err == EXDEV || err == ELOOP) {
-    return ErrnoErrorWithCode(
-        absl::StatusCode::kInvalidArgument, err,
-        absl::StrCat(root, "/", relative, " leaves ", root, " (a '..', symlink or other mount)"));
-  }
-  return ErrnoError(err, absl::StrCat("open ", root, "/", relative));
-}
-
 absl::Status CheckRelative(const std::string& root, const std::string& relative) {
   if (relative.empty() || relative == "." || relative[0] == '/' ||
       relative.find('\0') != std::string::npos || CleanPath(relative) != relative) {
@@ -123,8 +113,17 @@ absl::StatusOr<int> OpenStrict(const std::string& root, const std::string& relat
   return fd;
 }
 
-// The parent of `relative` opened strictly beneath `root` (O_PATH), and the
-// last component's name.
+}  // namespace
+
+absl::Status StrictError(int err, const std::string& root, const std::string& relative) {
+  if (err == EXDEV || err == ELOOP) {
+    return ErrnoErrorWithCode(
+        absl::StatusCode::kInvalidArgument, err,
+        absl::StrCat(root, "/", relative, " leaves ", root, " (a '..', symlink or other mount)"));
+  }
+  return ErrnoError(err, absl::StrCat("open ", root, "/", relative));
+}
+
 absl::StatusOr<int> OpenParentStrict(const std::string& root, const std::string& relative,
                                      std::string* name) {
   if (absl::Status s = CheckRelative(root, relative); !s.ok()) return s;
@@ -140,8 +139,6 @@ absl::StatusOr<int> OpenParentStrict(const std::string& root, const std::string&
   if (fd < 0) return StrictError(errno, root, parent);
   return fd;
 }
-
-}  // namespace
 
 int OpenAt2(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
   open_how how = {};

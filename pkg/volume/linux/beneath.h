@@ -60,6 +60,18 @@ absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::
 absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
                                   const MarkedDirSpec& spec);
 
+// The error of a strict resolution of `relative` beneath `root` that failed
+// with `err`: INVALID_ARGUMENT for EXDEV and ELOOP (it would leave the root,
+// follow a symlink or cross a mount), else by ErrnoError.
+absl::Status StrictError(int err, const std::string& root, const std::string& relative);
+
+// The parent of the clean relative path `relative`, opened strictly beneath
+// `root` (O_PATH, the caller closes it), and the last component's name.
+// INVALID_ARGUMENT for a path that is not clean, not relative, empty, "." or
+// ends in "..".
+absl::StatusOr<int> OpenParentStrict(const std::string& root, const std::string& relative,
+                                     std::string* name);
+
 // FileInfo from statx(2) of `fd` itself (AT_EMPTY_PATH), or of `name` in the
 // directory `fd` without following a final symlink.
 absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what);

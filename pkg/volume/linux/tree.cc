@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/beneath.h"
-#include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::volume::os {
 namespace {
@@ -241,51 +240,24 @@ absl::Status WalkTree(const std::string& root, const TreeLimits& limits, const T
 
 absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
                                int max_depth) {
-  std::string clean = CleanPath(relative);
-  if (clean.empty() || clean == "." || clean[0] == '/' || clean == ".." ||
-      clean.rfind("../", 0) == 0 || relative.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", relative, "' is not a directory strictly beneath ", root));
-  }
-  int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));
-  absl::Cleanup close_root = [root_fd] { close(root_fd); };
-
-  size_t slash = clean.rfind('/');
-  std::string parent_rel = slash == std::string::npos ? "." : clean.substr(0, slash);
-  std::string name = slash == std::string::npos ? clean : clean.substr(slash + 1);
-  int parent = OpenStrictlyBeneath(root_fd, parent_rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (parent < 0) {
-    int err = errno;
-    if (err == EXDEV || err == ELOOP) {
-      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                                absl::StrCat(root, "/", parent_rel, " leaves ", root));
-    }
-    return ErrnoError(err, absl::StrCat("open ", root, "/", parent_rel));
-  }
+  std::string name;
+  absl::StatusOr<int> opened_parent = OpenParentStrict(root, relative, &name);
+  if (!opened_parent.ok()) return opened_parent.status();
+  const int parent = *opened_parent;
   absl::Cleanup close_parent = [parent] { close(parent); };
+  // Strictly beneath: a symlink or a mount point is refused here.
   int dir =
       OpenStrictlyBeneath(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dir < 0) {
-    int err = errno;
-    if (err == EXDEV || err == ELOOP) {
-      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                                absl::StrCat(root, "/", clean, " is a symlink or another mount"));
-    }
-    return ErrnoError(err, absl::StrCat("open ", root, "/", clean));
-  }
+  if (dir < 0) return StrictError(errno, root, relative);
   absl::Cleanup close_dir = [dir] { close(dir); };
   bool mount_root = false, is_dir = false;
   absl::StatusOr<uint64_t> id = MountId(dir, "", &mount_root, &is_dir);
   if (!id.ok()) return id.status();
-  if (mount_root) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(root, "/", clean, " is a mount point; nothing removed"));
-  }
-  absl::Status status = RemoveContents(dir, *id, absl::StrCat(root, "/", clean), 0, max_depth);
+  const std::string what = absl::StrCat(root, "/", relative);
+  absl::Status status = RemoveContents(dir, *id, what, 0, max_depth);
   if (!status.ok()) return status;
   if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-    return ErrnoError(errno, absl::StrCat("remove ", root, "/", clean));
+    return ErrnoError(errno, absl::StrCat("remove ", what));
   }
   return absl::OkStatus();
 }
