@@ -14,6 +14,7 @@
 //       [--hang=NodePublishVolume@1]
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,7 +27,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "pkg/server/endpoint.h"
-#include "pkg/server/grpc_server.h"
 #include "pkg/server/signals.h"
 #include "proto/csi.grpc.pb.h"
 
@@ -227,14 +227,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   lustre_csi::server::BlockTerminationSignals();
+  // Served the way another vendor's plugin would be: gRPC's synchronous
+  // server, nothing of this project's serving code.
+  if (absl::Status prepared = lustre_csi::server::PrepareSocketPath(*socket); !prepared.ok()) {
+    LOG(ERROR) << prepared;
+    return 1;
+  }
   Identity identity;
   Node node;
-  auto server = lustre_csi::server::UnixGrpcServer::Start(*socket, {&identity, &node});
-  if (!server.ok()) {
-    LOG(ERROR) << server.status();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + *socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&identity);
+  builder.RegisterService(&node);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    LOG(ERROR) << "cannot listen on " << *socket;
     return 1;
   }
   lustre_csi::server::WaitForTerminationSignal();
-  (*server)->Shutdown(absl::Seconds(1));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  unlink(socket->c_str());
   return 0;
 }

@@ -272,7 +272,8 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
   driver::IdentityService identity(
       {FLAGS_drivername, build.driver_version, roles.controller, ready}, &metrics);
-  std::vector<grpc::Service*> services = {&identity};
+  server::Routes routes;
+  identity.AddRoutes(routes);
 
   std::unique_ptr<driver::NodeLogic> node_logic;
   std::unique_ptr<driver::NodeService> node;
@@ -286,7 +287,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     node_logic = std::make_unique<driver::NodeLogic>(options, mounting->view(), backend,
                                                      backend->MakesMounts() ? readiness : nullptr);
     node = std::make_unique<driver::NodeService>(node_logic.get(), &metrics);
-    services.push_back(node.get());
+    node->AddRoutes(routes);
   }
   std::unique_ptr<driver::ControllerLogic> controller_logic;
   std::unique_ptr<driver::ControllerService> controller;
@@ -296,11 +297,11 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     controller_logic = std::make_unique<driver::ControllerLogic>(
         backend != nullptr && backend->MakesMounts() ? backend : nullptr);
     controller = std::make_unique<driver::ControllerService>(controller_logic.get(), &metrics);
-    services.push_back(controller.get());
+    controller->AddRoutes(routes);
   }
 
   Serving serving;
-  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi = UnixGrpcServer::Start(*socket, services);
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi = UnixGrpcServer::Start(*socket, routes);
   if (!csi.ok()) return Fail(streams, role, csi.status());
   serving.csi = std::move(*csi);
 
@@ -311,8 +312,10 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     registration = std::make_unique<driver::RegistrationService>(FLAGS_drivername, kubelet_path);
     std::string reg_socket = absl::StrCat(FLAGS_plugin_registration_dir, "/",
                                           driver::RegistrationSocketName(FLAGS_drivername));
+    server::Routes reg_routes;
+    registration->AddRoutes(reg_routes);
     absl::StatusOr<std::unique_ptr<UnixGrpcServer>> reg =
-        UnixGrpcServer::Start(reg_socket, {registration.get()});
+        UnixGrpcServer::Start(reg_socket, reg_routes);
     if (!reg.ok()) return Fail(streams, role, reg.status());
     serving.registration = std::move(*reg);
   }

@@ -171,8 +171,10 @@ int RunDaemon(cli::Streams streams) {
   }
 
   csimanager::ManagerService service(&manager);
+  server::Routes routes;
+  service.AddRoutes(routes);
   absl::StatusOr<std::unique_ptr<server::UnixGrpcServer>> api =
-      server::UnixGrpcServer::Start(*socket, {&service});
+      server::UnixGrpcServer::Start(*socket, routes);
   if (!api.ok()) return Fail(streams, "", api.status());
 
   std::unique_ptr<server::HttpServer> http;

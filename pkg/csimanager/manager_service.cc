@@ -18,6 +18,19 @@ grpc::Status RequireNonEmpty(const std::string& value, const char* field) {
 
 ManagerService::ManagerService(Manager* manager) : manager_(manager) {}
 
+void ManagerService::AddRoutes(server::Routes& routes) {
+  const std::string& name = ::lustre_csi::manager::v1::PluginManager::service_full_name();
+  constexpr server::Dispatch kWorker = server::Dispatch::kWorker;
+  routes.Unary(name, "ListPlugins", this, &ManagerService::ListPlugins, kWorker);
+  routes.Unary(name, "WaitForPlugin", this, &ManagerService::WaitForPlugin, kWorker);
+  routes.Unary(name, "MountVolume", this, &ManagerService::MountVolume, kWorker);
+  routes.Unary(name, "UnmountVolume", this, &ManagerService::UnmountVolume, kWorker);
+  routes.Unary(name, "HasMount", this, &ManagerService::HasMount, kWorker);
+  routes.Unary(name, "ListClaims", this, &ManagerService::ListClaims, kWorker);
+  routes.Unary(name, "GetNodeInfo", this, &ManagerService::GetNodeInfo, kWorker);
+  routes.Unary(name, "Drain", this, &ManagerService::Drain, kWorker);
+}
+
 grpc::Status ManagerService::ListPlugins(Context*, const pb::ListPluginsRequest* request,
                                          pb::ListPluginsResponse* response) {
   absl::StatusOr<std::optional<PluginType>> type = FromProto(request->type());

@@ -6,12 +6,15 @@
 // whichever is sooner; an unspecified type means a node plugin.
 //
 // Thread-safe (gRPC calls it from many threads). The manager is not owned and
-// must outlive the service and the server it is registered with.
+// must outlive the service and the server it is registered with. Every call
+// may wait for a plugin or the store, so AddRoutes routes them all to the
+// server's workers.
 #ifndef LUSTRE_CSI_PKG_CSIMANAGER_MANAGER_SERVICE_H_
 #define LUSTRE_CSI_PKG_CSIMANAGER_MANAGER_SERVICE_H_
 
 #include "pkg/csimanager/manager.h"
 #include "pkg/csimanager/manager_proto.h"
+#include "pkg/server/routes.h"
 #include "proto/manager.grpc.pb.h"
 
 namespace lustre_csi::csimanager {
@@ -21,6 +24,8 @@ class ManagerService final : public ::lustre_csi::manager::v1::PluginManager::Se
   using Context = grpc::ServerContext;
 
   explicit ManagerService(Manager* manager);
+
+  void AddRoutes(server::Routes& routes);
 
   grpc::Status ListPlugins(Context* context, const pb::ListPluginsRequest* request,
                            pb::ListPluginsResponse* response) override;

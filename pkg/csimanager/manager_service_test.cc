@@ -1,9 +1,9 @@
 #include "pkg/csimanager/manager_service.h"
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server_builder.h>
 
 #include <chrono>
 #include <string>
@@ -16,6 +16,7 @@
 #include "pkg/csimanager/testing/fake_node.h"
 #include "pkg/csimanager/testing/fake_plugin.h"
 #include "pkg/csimanager/testing/test_util.h"
+#include "pkg/server/grpc_server.h"
 
 namespace lustre_csi::csimanager {
 namespace {
@@ -62,19 +63,20 @@ class ManagerServiceTest : public ::testing::Test {
                         {*ParseStaticPlugin(absl::StrCat(kPlugin, ":node:", dir_.Sub("csi.sock")))})
                     .ok());
 
+    // Served as the daemon serves it: its routes on the project's server.
     service_ = std::make_unique<ManagerService>(manager_.get());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("unix:" + dir_.Sub("manager.sock"), grpc::InsecureServerCredentials());
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
+    server::Routes routes;
+    service_->AddRoutes(routes);
+    absl::StatusOr<std::unique_ptr<server::UnixGrpcServer>> server =
+        server::UnixGrpcServer::Start(dir_.Sub("manager.sock"), routes);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
     stub_ = pb::PluginManager::NewStub(grpc::CreateChannel("unix:" + dir_.Sub("manager.sock"),
                                                            grpc::InsecureChannelCredentials()));
   }
 
   void TearDown() override {
-    server_->Shutdown();
-    server_->Wait();
+    server_->Shutdown(absl::Seconds(5));
     manager_.reset();
     plugin_.reset();
   }
@@ -114,9 +116,26 @@ class ManagerServiceTest : public ::testing::Test {
   std::unique_ptr<fakes::FakePlugin> plugin_;
   std::unique_ptr<Manager> manager_;
   std::unique_ptr<ManagerService> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<server::UnixGrpcServer> server_;
   std::unique_ptr<pb::PluginManager::Stub> stub_;
 };
+
+// Every method of the API is routed, and to the workers: each may wait on
+// a plugin or the store.
+TEST(ManagerServiceRoutesTest, EveryMethodIsRoutedToTheWorkers) {
+  ManagerService service(nullptr);
+  server::Routes routes;
+  service.AddRoutes(routes);
+  ASSERT_TRUE(routes.status().ok()) << routes.status();
+  const google::protobuf::ServiceDescriptor* api =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          pb::PluginManager::service_full_name());
+  ASSERT_NE(api, nullptr);
+  EXPECT_EQ(static_cast<int>(routes.routes().size()), api->method_count());
+  for (const server::Route& route : routes.routes()) {
+    EXPECT_EQ(route.dispatch, server::Dispatch::kWorker) << route.path;
+  }
+}
 
 TEST_F(ManagerServiceTest, PluginsAndNodeInfo) {
   pb::Plugin waited = WaitHealthy();

@@ -7,6 +7,13 @@ namespace lustre_csi::driver {
 RegistrationService::RegistrationService(std::string driver_name, std::string endpoint)
     : driver_name_(std::move(driver_name)), endpoint_(std::move(endpoint)) {}
 
+void RegistrationService::AddRoutes(server::Routes& routes) {
+  const std::string& name = pluginregistration::Registration::service_full_name();
+  routes.Unary(name, "GetInfo", this, &RegistrationService::GetInfo, server::Dispatch::kInline);
+  routes.Unary(name, "NotifyRegistrationStatus", this,
+               &RegistrationService::NotifyRegistrationStatus, server::Dispatch::kInline);
+}
+
 grpc::Status RegistrationService::GetInfo(grpc::ServerContext*,
                                           const pluginregistration::InfoRequest*,
                                           pluginregistration::PluginInfo* info) {

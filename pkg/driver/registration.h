@@ -3,7 +3,7 @@
 // The kubelet finds the socket in its plugin-registration directory, calls
 // GetInfo, and reports the outcome with NotifyRegistrationStatus.
 //
-// Thread-safe.
+// Thread-safe; both calls only take a lock, and run inline (AddRoutes).
 #ifndef LUSTRE_CSI_PKG_DRIVER_REGISTRATION_H_
 #define LUSTRE_CSI_PKG_DRIVER_REGISTRATION_H_
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "pkg/server/routes.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
 namespace lustre_csi::driver {
@@ -19,6 +20,8 @@ class RegistrationService final : public pluginregistration::Registration::Servi
  public:
   // `endpoint` is the CSI socket path as the kubelet sees it.
   RegistrationService(std::string driver_name, std::string endpoint);
+
+  void AddRoutes(server::Routes& routes);
 
   grpc::Status GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
                        pluginregistration::PluginInfo* info) override;

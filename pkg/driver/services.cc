@@ -23,8 +23,18 @@ std::vector<Topology> ToTopologies(
 
 // ---------------------------------------------------------------- Identity
 
+using server::Dispatch;
+
 IdentityService::IdentityService(IdentityOptions options, server::MetricsRegistry* metrics)
     : options_(std::move(options)), metrics_(metrics) {}
+
+void IdentityService::AddRoutes(server::Routes& routes) {
+  const std::string& name = csi::v1::Identity::service_full_name();
+  routes.Unary(name, "GetPluginInfo", this, &IdentityService::GetPluginInfo, Dispatch::kInline);
+  routes.Unary(name, "GetPluginCapabilities", this, &IdentityService::GetPluginCapabilities,
+               Dispatch::kInline);
+  routes.Unary(name, "Probe", this, &IdentityService::Probe, Dispatch::kInline);
+}
 
 grpc::Status IdentityService::GetPluginInfo(grpc::ServerContext*,
                                             const csi::v1::GetPluginInfoRequest*,
@@ -69,6 +79,19 @@ grpc::Status IdentityService::Probe(grpc::ServerContext*, const csi::v1::ProbeRe
 
 NodeService::NodeService(NodeLogic* logic, server::MetricsRegistry* metrics)
     : logic_(logic), metrics_(metrics) {}
+
+void NodeService::AddRoutes(server::Routes& routes) {
+  const std::string& name = csi::v1::Node::service_full_name();
+  routes.Unary(name, "NodePublishVolume", this, &NodeService::NodePublishVolume, Dispatch::kWorker);
+  routes.Unary(name, "NodeUnpublishVolume", this, &NodeService::NodeUnpublishVolume,
+               Dispatch::kWorker);
+  // statfs of a Lustre mount whose servers are gone can hang.
+  routes.Unary(name, "NodeGetVolumeStats", this, &NodeService::NodeGetVolumeStats,
+               Dispatch::kWorker);
+  routes.Unary(name, "NodeGetCapabilities", this, &NodeService::NodeGetCapabilities,
+               Dispatch::kInline);
+  routes.Unary(name, "NodeGetInfo", this, &NodeService::NodeGetInfo, Dispatch::kInline);
+}
 
 grpc::Status NodeService::NodePublishVolume(grpc::ServerContext*,
                                             const csi::v1::NodePublishVolumeRequest* req,
@@ -166,6 +189,16 @@ grpc::Status NodeService::NodeGetInfo(grpc::ServerContext*, const csi::v1::NodeG
 
 ControllerService::ControllerService(ControllerLogic* logic, server::MetricsRegistry* metrics)
     : logic_(logic), metrics_(metrics) {}
+
+void ControllerService::AddRoutes(server::Routes& routes) {
+  const std::string& name = csi::v1::Controller::service_full_name();
+  routes.Unary(name, "CreateVolume", this, &ControllerService::CreateVolume, Dispatch::kWorker);
+  routes.Unary(name, "DeleteVolume", this, &ControllerService::DeleteVolume, Dispatch::kWorker);
+  routes.Unary(name, "ValidateVolumeCapabilities", this,
+               &ControllerService::ValidateVolumeCapabilities, Dispatch::kWorker);
+  routes.Unary(name, "ControllerGetCapabilities", this,
+               &ControllerService::ControllerGetCapabilities, Dispatch::kInline);
+}
 
 grpc::Status ControllerService::CreateVolume(grpc::ServerContext*,
                                              const csi::v1::CreateVolumeRequest* req,

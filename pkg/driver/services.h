@@ -1,7 +1,10 @@
 // The driver's CSI gRPC services: thin glue that checks protocol-level
 // fields, converts protos to the plain structs of node.h and controller.h,
 // and answers with ToGrpcStatus. All three are thread-safe and borrow their
-// logic objects, which must outlive them.
+// logic objects, which must outlive them. Each adds its methods to a server's
+// routes with AddRoutes: the calls that only read fixed answers run inline on
+// the server's polling thread, everything that touches a file system (which
+// may hang) on its workers. Methods left out are answered UNIMPLEMENTED.
 #ifndef LUSTRE_CSI_PKG_DRIVER_SERVICES_H_
 #define LUSTRE_CSI_PKG_DRIVER_SERVICES_H_
 
@@ -12,6 +15,7 @@
 #include "pkg/driver/controller.h"
 #include "pkg/driver/grpc_glue.h"
 #include "pkg/driver/node.h"
+#include "pkg/server/routes.h"
 #include "proto/csi.grpc.pb.h"
 
 namespace lustre_csi::driver {
@@ -24,13 +28,12 @@ struct IdentityOptions {
   std::function<absl::Status()> ready;
 };
 
-// Identity's calls never block (`ready` must not either). Served like every
-// other service, synchronously: a callback-API service makes gRPC start
-// polling threads that sleep 100 ms after each idle second and then stall the
-// synchronous calls now and then (server/health.h).
+// Identity's calls never block (`ready` must not either): all inline.
 class IdentityService final : public csi::v1::Identity::Service {
  public:
   IdentityService(IdentityOptions options, server::MetricsRegistry* metrics);
+
+  void AddRoutes(server::Routes& routes);
 
   grpc::Status GetPluginInfo(grpc::ServerContext*, const csi::v1::GetPluginInfoRequest*,
                              csi::v1::GetPluginInfoResponse*) override;
@@ -49,6 +52,8 @@ class IdentityService final : public csi::v1::Identity::Service {
 class NodeService final : public csi::v1::Node::Service {
  public:
   NodeService(NodeLogic* logic, server::MetricsRegistry* metrics);
+
+  void AddRoutes(server::Routes& routes);
 
   grpc::Status NodePublishVolume(grpc::ServerContext*, const csi::v1::NodePublishVolumeRequest*,
                                  csi::v1::NodePublishVolumeResponse*) override;
@@ -72,6 +77,8 @@ class NodeService final : public csi::v1::Node::Service {
 class ControllerService final : public csi::v1::Controller::Service {
  public:
   ControllerService(ControllerLogic* logic, server::MetricsRegistry* metrics);
+
+  void AddRoutes(server::Routes& routes);
 
   grpc::Status CreateVolume(grpc::ServerContext*, const csi::v1::CreateVolumeRequest*,
                             csi::v1::CreateVolumeResponse*) override;

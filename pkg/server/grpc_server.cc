@@ -2,138 +2,456 @@
 
 #include <glog/logging.h>
 #include <grpc/grpc.h>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/support/server_interceptor.h>
+#include <grpcpp/alarm.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "pkg/base/worker_pool.h"
 #include "pkg/server/endpoint.h"
-#include "pkg/server/health.h"
+#include "proto/health.grpc.pb.h"
 
 namespace lustre_csi::server {
 
-// Counts calls from the moment gRPC hands them to a service until they are
-// done, through an interceptor that every call gets.
-class CallCounter {
+using grpc::health::v1::Health;
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+using ServingStatus = HealthCheckResponse::ServingStatus;
+
+namespace engine_internal {
+
+// What the completion queue hands back: every operation started carries one,
+// and the polling thread calls Proceed with the operation's outcome.
+class Tag {
  public:
-  void Add(int delta) {
-    absl::MutexLock lock(&mu_);
-    active_ += delta;
+  virtual ~Tag() = default;
+  virtual void Proceed(bool ok) = 0;
+};
+
+// A call object: counted by the engine from its request to its end.
+class CallObject : public Tag {
+ public:
+  explicit CallObject(Engine* engine);
+  ~CallObject() override;
+
+ protected:
+  Engine* const engine_;
+};
+
+// Unary calls asked for ahead, so that a call arriving finds one waiting.
+constexpr int kPendingUnaryRequests = 8;
+
+class UnaryCall;
+class CheckCall;
+class WatchCall;
+
+}  // namespace engine_internal
+
+using engine_internal::kPendingUnaryRequests;
+using engine_internal::Tag;
+using engine_internal::UnaryCall;
+using engine_internal::WatchCall;
+
+// The asynchronous server: one completion queue, polled by one thread that
+// drives every call; workers for the routes that may block.
+class Engine {
+ public:
+  Engine(const Routes& routes, const GrpcServerOptions& options)
+      : workers_(std::max(1, options.max_waiting_threads), absl::Seconds(30), 1 << 20) {
+    for (const Route& route : routes.routes()) routes_.emplace(route.path, route);
   }
-  int Active() const {
-    absl::MutexLock lock(&mu_);
+  ~Engine();
+
+  void Register(grpc::ServerBuilder& builder) {
+    builder.RegisterAsyncGenericService(&generic_);
+    builder.RegisterService(&health_);
+    cq_ = builder.AddCompletionQueue();
+  }
+
+  // Starts serving with the server built from Register's builder.
+  void Run(std::unique_ptr<grpc::Server> server);
+
+  // Stops: see UnixGrpcServer::Shutdown.
+  void Shutdown(absl::Duration grace, const std::string& name);
+
+  void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(health_mu_);
+
+  int Active() const ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    absl::MutexLock lock(&calls_mu_);
     return active_;
   }
-  // True when no call is in flight before `deadline`.
-  bool AwaitIdle(absl::Time deadline) const {
-    absl::MutexLock lock(&mu_);
-    auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return active_ == 0; };
-    return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+
+  // For the calls, on the polling thread unless said otherwise.
+  grpc::ServerCompletionQueue* cq() { return cq_.get(); }
+  grpc::AsyncGenericService* generic() { return &generic_; }
+  Health::AsyncService* health() { return &health_; }
+  void RequestUnary();
+  void RequestCheck();
+  void RequestWatch();
+  // Every call object, from its request to its end (so also the requests
+  // still waiting for a call): none may start an operation once the queue
+  // is shut down.
+  void ObjectMade() ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    absl::MutexLock lock(&calls_mu_);
+    ++objects_;
   }
+  void ObjectGone() ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    absl::MutexLock lock(&calls_mu_);
+    --objects_;
+  }
+  void CallStarted() ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    absl::MutexLock lock(&calls_mu_);
+    ++active_;
+  }
+  void CallDone() ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    absl::MutexLock lock(&calls_mu_);
+    --active_;
+  }
+  // Runs the call's route inline or hands it to a worker.
+  void Serve(UnaryCall* call);
+  // The health status now, and whether it is final (the server stops).
+  std::pair<ServingStatus, bool> HealthNow() ABSL_LOCKS_EXCLUDED(health_mu_) {
+    absl::MutexLock lock(&health_mu_);
+    return {status_, health_final_};
+  }
+  void AddWatch(WatchCall* watch) { watches_.insert(watch); }
+  void RemoveWatch(WatchCall* watch) { watches_.erase(watch); }
+  // The health status may have changed: update every watch.
+  void AlarmFired() ABSL_LOCKS_EXCLUDED(health_mu_);
 
  private:
-  mutable absl::Mutex mu_;
-  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  // Wakes the polling thread to send the health status to every watch;
+  // any thread.
+  void NotifyWatches() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
+  bool AwaitIdle(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    absl::MutexLock lock(&calls_mu_);
+    auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(calls_mu_) { return active_ == 0; };
+    return calls_mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+  }
+
+  // Declared before the server, which must go first.
+  grpc::AsyncGenericService generic_;
+  Health::AsyncService health_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread poller_;
+  base::WorkerPool workers_;
+  absl::flat_hash_map<std::string, Route> routes_;  // fixed once built
+  std::atomic<bool> closing_{false};
+
+  mutable absl::Mutex calls_mu_;
+  int active_ ABSL_GUARDED_BY(calls_mu_) = 0;
+  int objects_ ABSL_GUARDED_BY(calls_mu_) = 0;
+
+  absl::Mutex health_mu_;
+  ServingStatus status_ ABSL_GUARDED_BY(health_mu_) = HealthCheckResponse::SERVING;
+  bool health_final_ ABSL_GUARDED_BY(health_mu_) = false;
+  bool alarm_pending_ ABSL_GUARDED_BY(health_mu_) = false;
+  bool cq_open_ ABSL_GUARDED_BY(health_mu_) = false;
+
+  absl::flat_hash_set<WatchCall*> watches_;  // polling thread only
 };
 
-namespace {
+namespace engine_internal {
 
-class CountingInterceptor : public grpc::experimental::Interceptor {
+// A unary call of any method, as bytes: read the request, run the route,
+// answer.
+CallObject::CallObject(Engine* engine) : engine_(engine) { engine_->ObjectMade(); }
+CallObject::~CallObject() { engine_->ObjectGone(); }
+
+class UnaryCall final : public CallObject {
  public:
-  explicit CountingInterceptor(std::shared_ptr<CallCounter> calls) : calls_(std::move(calls)) {
-    calls_->Add(1);
+  explicit UnaryCall(Engine* engine) : CallObject(engine), stream_(&context_) {
+    engine_->generic()->RequestCall(&context_, &stream_, engine_->cq(), engine_->cq(), this);
   }
-  ~CountingInterceptor() override { calls_->Add(-1); }
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    methods->Proceed();
+
+  void Proceed(bool ok) override {
+    switch (state_) {
+      case State::kRequested:
+        if (!ok) {  // the server is shutting down
+          delete this;
+          return;
+        }
+        engine_->CallStarted();
+        engine_->RequestUnary();
+        state_ = State::kReading;
+        stream_.Read(&request_, this);
+        return;
+      case State::kReading:
+        if (!ok) {
+          Finish(grpc::Status(grpc::StatusCode::INTERNAL, "the call carried no request message"));
+          return;
+        }
+        engine_->Serve(this);
+        return;
+      case State::kFinishing:
+        engine_->CallDone();
+        delete this;
+        return;
+    }
+  }
+
+  const std::string& method() const { return context_.method(); }
+
+  // Runs `route` and answers; on the polling thread or a worker.
+  void Answer(const Route& route) { Finish(route.handler(&context_, &request_, &response_)); }
+
+  void Finish(const grpc::Status& status) {
+    state_ = State::kFinishing;
+    if (status.ok()) {
+      stream_.WriteAndFinish(response_, grpc::WriteOptions(), status, this);
+    } else {
+      stream_.Finish(status, this);
+    }
   }
 
  private:
-  std::shared_ptr<CallCounter> calls_;
+  enum class State { kRequested, kReading, kFinishing };
+  grpc::GenericServerContext context_;
+  grpc::GenericServerAsyncReaderWriter stream_;
+  grpc::ByteBuffer request_, response_;
+  State state_ = State::kRequested;
 };
 
-class CountingInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+// grpc.health.v1.Health/Check: the overall status, answered inline.
+class CheckCall final : public CallObject {
  public:
-  explicit CountingInterceptorFactory(std::shared_ptr<CallCounter> calls)
-      : calls_(std::move(calls)) {}
-  grpc::experimental::Interceptor* CreateServerInterceptor(
-      grpc::experimental::ServerRpcInfo*) override {
-    return new CountingInterceptor(calls_);
+  explicit CheckCall(Engine* engine) : CallObject(engine), responder_(&context_) {
+    engine_->health()->RequestCheck(&context_, &request_, &responder_, engine_->cq(), engine_->cq(),
+                                    this);
+  }
+
+  void Proceed(bool ok) override {
+    if (answered_ || !ok) {
+      if (answered_) engine_->CallDone();
+      delete this;
+      return;
+    }
+    answered_ = true;
+    engine_->CallStarted();
+    engine_->RequestCheck();
+    if (!request_.service().empty()) {
+      responder_.FinishWithError(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                              "no health status for service " + request_.service()),
+                                 this);
+      return;
+    }
+    HealthCheckResponse response;
+    response.set_status(engine_->HealthNow().first);
+    responder_.Finish(response, grpc::Status::OK, this);
   }
 
  private:
-  std::shared_ptr<CallCounter> calls_;
+  grpc::ServerContext context_;
+  HealthCheckRequest request_;
+  grpc::ServerAsyncResponseWriter<HealthCheckResponse> responder_;
+  bool answered_ = false;
 };
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
-    const std::string& socket_path, const std::vector<grpc::Service*>& services,
-    const GrpcServerOptions& options) {
-  absl::Status prepared = PrepareSocketPath(socket_path);
-  if (!prepared.ok()) return prepared;
-
-  // Our own synchronous health service, not gRPC's callback-based one.
-  grpc::EnableDefaultHealthCheckService(false);
-  auto health = std::make_unique<HealthService>();
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int bound = 0;
-  builder.AddListeningPort(absl::StrCat("unix:", socket_path), grpc::InsecureServerCredentials(),
-                           &bound);
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                              std::max(1, options.max_waiting_threads));
-  for (grpc::Service* service : services) builder.RegisterService(service);
-  builder.RegisterService(health.get());
-  auto calls = std::make_shared<CallCounter>();
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counting;
-  counting.push_back(std::make_unique<CountingInterceptorFactory>(calls));
-  builder.experimental().SetInterceptorCreators(std::move(counting));
-
-  // The socket is created by bind(); with this umask it is born 0600.
-  mode_t old_umask = umask(0177);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  umask(old_umask);
-  if (server == nullptr || bound == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on unix socket ", socket_path));
+// grpc.health.v1.Health/Watch: the overall status, then every change, until
+// the caller goes or the server stops; SERVICE_UNKNOWN for any other name.
+// Lives until both its last operation and the call's end have come back.
+class WatchCall final : public CallObject {
+ public:
+  explicit WatchCall(Engine* engine) : CallObject(engine), writer_(&context_), done_(this) {
+    context_.AsyncNotifyWhenDone(&done_);
+    engine_->health()->RequestWatch(&context_, &request_, &writer_, engine_->cq(), engine_->cq(),
+                                    this);
   }
-  // Belt and braces: the mode is what the contract says, whatever bind did.
-  if (chmod(socket_path.c_str(), 0600) != 0) {
-    PLOG(WARNING) << "chmod 0600 " << socket_path;
+
+  void Proceed(bool ok) override {
+    if (!started_) {
+      if (!ok) {  // never started: the end of the call is not reported either
+        delete this;
+        return;
+      }
+      started_ = true;
+      engine_->CallStarted();
+      engine_->RequestWatch();
+      engine_->AddWatch(this);
+    } else if (finishing_) {
+      finished_ = true;
+      MaybeDelete();
+      return;
+    } else {
+      writing_ = false;
+      if (!ok) broken_ = true;
+    }
+    Update();
   }
-  LOG(INFO) << "serving gRPC on unix://" << socket_path;
-  return std::unique_ptr<UnixGrpcServer>(
-      new UnixGrpcServer(socket_path, std::move(calls), std::move(health), std::move(server)));
+
+  // Sends what the caller has not seen yet, or ends the call.
+  void Update() {
+    if (writing_ || finishing_) return;
+    if (ended_ || broken_) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the watch ended"));
+      return;
+    }
+    auto [status, last] = engine_->HealthNow();
+    if (!request_.service().empty()) {
+      status = HealthCheckResponse::SERVICE_UNKNOWN;
+      last = true;
+    }
+    if (status != sent_) {
+      sent_ = status;
+      HealthCheckResponse response;
+      response.set_status(status);
+      writing_ = true;
+      writer_.Write(response, this);
+      return;
+    }
+    if (last) Finish(grpc::Status::OK);
+  }
+
+ private:
+  class Done final : public Tag {
+   public:
+    explicit Done(WatchCall* watch) : watch_(watch) {}
+    void Proceed(bool) override {
+      watch_->ended_ = true;
+      watch_->Update();
+      watch_->MaybeDelete();
+    }
+
+   private:
+    WatchCall* const watch_;
+  };
+
+  void Finish(const grpc::Status& status) {
+    finishing_ = true;
+    writer_.Finish(status, this);
+  }
+
+  void MaybeDelete() {
+    if (!finished_ || !ended_) return;
+    engine_->RemoveWatch(this);
+    engine_->CallDone();
+    delete this;
+  }
+
+  grpc::ServerContext context_;
+  HealthCheckRequest request_;
+  grpc::ServerAsyncWriter<HealthCheckResponse> writer_;
+  Done done_;
+  int sent_ = -1;  // no status sent yet
+  bool started_ = false, writing_ = false, broken_ = false;
+  bool finishing_ = false, finished_ = false, ended_ = false;
+};
+
+// Fires at once on the completion queue, to update the health watches on
+// the polling thread.
+class AlarmTag final : public Tag {
+ public:
+  explicit AlarmTag(Engine* engine) : engine_(engine) {
+    alarm_.Set(engine->cq(), gpr_now(GPR_CLOCK_MONOTONIC), this);
+  }
+  void Proceed(bool) override {
+    engine_->AlarmFired();
+    delete this;
+  }
+
+ private:
+  Engine* const engine_;
+  grpc::Alarm alarm_;
+};
+
+}  // namespace engine_internal
+
+Engine::~Engine() {
+  if (poller_.joinable()) poller_.join();
+  if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  if (cq_ != nullptr && server_ == nullptr) {
+    cq_->Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_->Next(&tag, &ok)) {
+    }
+  }
 }
 
-UnixGrpcServer::UnixGrpcServer(std::string socket_path, std::shared_ptr<CallCounter> calls,
-                               std::unique_ptr<HealthService> health,
-                               std::unique_ptr<grpc::Server> server)
-    : socket_path_(std::move(socket_path)),
-      calls_(std::move(calls)),
-      health_(std::move(health)),
-      server_(std::move(server)) {}
-
-int UnixGrpcServer::InFlight() const { return calls_->Active(); }
-
-UnixGrpcServer::~UnixGrpcServer() { Shutdown(absl::ZeroDuration()); }
-
-void UnixGrpcServer::SetServing(bool serving) {
-  absl::MutexLock lock(&mu_);
-  if (server_ == nullptr || shut_down_) return;
-  health_->SetServing(serving);
+void Engine::Run(std::unique_ptr<grpc::Server> server) {
+  server_ = std::move(server);
+  {
+    absl::MutexLock lock(&health_mu_);
+    cq_open_ = true;
+  }
+  for (int i = 0; i < kPendingUnaryRequests; ++i) RequestUnary();
+  RequestCheck();
+  RequestWatch();
+  poller_ = std::thread([this] {
+    void* tag;
+    bool ok;
+    while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
+  });
 }
 
-void UnixGrpcServer::Shutdown(absl::Duration grace) {
-  absl::MutexLock lock(&mu_);
-  if (shut_down_) return;
-  shut_down_ = true;
-  health_->Shutdown();
+void Engine::RequestUnary() {
+  if (!closing_) new UnaryCall(this);
+}
+void Engine::RequestCheck() {
+  if (!closing_) new engine_internal::CheckCall(this);
+}
+void Engine::RequestWatch() {
+  if (!closing_) new WatchCall(this);
+}
+
+void Engine::Serve(UnaryCall* call) {
+  auto it = routes_.find(call->method());
+  if (it == routes_.end()) {
+    call->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                              absl::StrCat("unknown method ", call->method())));
+    return;
+  }
+  const Route& route = it->second;
+  if (route.dispatch == Dispatch::kInline) {
+    call->Answer(route);
+    return;
+  }
+  absl::Status started = workers_.Run([call, &route] { call->Answer(route); });
+  if (!started.ok()) {
+    call->Finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, std::string(started.message())));
+  }
+}
+
+void Engine::SetServing(bool serving) {
+  absl::MutexLock lock(&health_mu_);
+  if (health_final_) return;
+  status_ = serving ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING;
+  NotifyWatches();
+}
+
+void Engine::NotifyWatches() {
+  if (alarm_pending_ || !cq_open_) return;
+  alarm_pending_ = true;
+  new engine_internal::AlarmTag(this);
+}
+
+void Engine::AlarmFired() {
+  {
+    absl::MutexLock lock(&health_mu_);
+    alarm_pending_ = false;
+  }
+  // Update never removes a watch: that happens when an operation comes back.
+  for (WatchCall* watch : watches_) watch->Update();
+}
+
+void Engine::Shutdown(absl::Duration grace, const std::string& name) {
+  closing_ = true;
+  {
+    absl::MutexLock lock(&health_mu_);
+    status_ = HealthCheckResponse::NOT_SERVING;
+    health_final_ = true;
+    NotifyWatches();
+  }
   // gRPC's Shutdown(deadline) would wait up to the deadline not only for the
   // calls in flight but also for every connection to finish a graceful
   // close, which a client that is not reading never finishes. So: stop
@@ -142,33 +460,104 @@ void UnixGrpcServer::Shutdown(absl::Duration grace) {
   // every connection once none is left, and let gRPC finish its shutdown.
   // Calls still running at the deadline are cancelled.
   absl::Time deadline = absl::Now() + grace;
-  // An unregistered pluck queue, as grpc::Server's own Shutdown uses for the
-  // same call.
-  grpc_completion_queue* cq = grpc_completion_queue_create_for_pluck(nullptr);
+  grpc_completion_queue* notify_cq = grpc_completion_queue_create_for_pluck(nullptr);
   int tag = 0;
-  grpc_server_shutdown_and_notify(server_->c_server(), cq, &tag);
-  // A call gRPC admitted just before the shutdown may not have reached a
-  // handler (and the count) yet: idle must hold for a moment.
+  grpc_server_shutdown_and_notify(server_->c_server(), notify_cq, &tag);
+  // A call gRPC admitted just before the shutdown may not have reached the
+  // polling thread (and the count) yet: idle must hold for a moment.
   bool idle = false;
-  while (!idle && calls_->AwaitIdle(deadline)) {
+  while (!idle && AwaitIdle(deadline)) {
     absl::SleepFor(std::min(absl::Milliseconds(50), deadline - absl::Now()));
-    idle = calls_->Active() == 0;
+    idle = Active() == 0;
   }
   if (!idle) {
-    LOG(WARNING) << calls_->Active() << " call(s) on unix://" << socket_path_
+    LOG(WARNING) << Active() << " call(s) on unix://" << name
                  << " still running after the grace period of " << absl::FormatDuration(grace)
-                 << "; cancelling them";
+                 << "; cancelling them and waiting for their handlers to return";
   }
   grpc_server_cancel_all_calls(server_->c_server());
   server_->Shutdown(absl::ToChronoTime(absl::Now()));
-  grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
-  grpc_completion_queue_shutdown(cq);
+  grpc_completion_queue_pluck(notify_cq, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+  grpc_completion_queue_shutdown(notify_cq);
   while (
-      grpc_completion_queue_pluck(cq, nullptr, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr).type !=
-      GRPC_QUEUE_SHUTDOWN) {
+      grpc_completion_queue_pluck(notify_cq, nullptr, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr)
+          .type != GRPC_QUEUE_SHUTDOWN) {
   }
-  grpc_completion_queue_destroy(cq);
+  grpc_completion_queue_destroy(notify_cq);
+  // The requests still waiting come back refused; the handlers still running
+  // on workers answer (a cancelled call) and the polling thread lets their
+  // calls go. Only then may the queue shut down.
+  {
+    absl::MutexLock lock(&calls_mu_);
+    auto gone = [this]() ABSL_SHARED_LOCKS_REQUIRED(calls_mu_) { return objects_ == 0; };
+    if (!calls_mu_.AwaitWithTimeout(absl::Condition(&gone), absl::Seconds(5))) {
+      LOG(WARNING) << "unix://" << name << ": waiting for " << active_
+                   << " handler(s) still running to return";
+      calls_mu_.Await(absl::Condition(&gone));
+    }
+  }
+  {
+    absl::MutexLock lock(&health_mu_);
+    cq_open_ = false;
+  }
+  cq_->Shutdown();
+  poller_.join();
   server_->Wait();
+}
+
+absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
+    const std::string& socket_path, const Routes& routes, const GrpcServerOptions& options) {
+  if (!routes.status().ok()) return routes.status();
+  absl::Status prepared = PrepareSocketPath(socket_path);
+  if (!prepared.ok()) return prepared;
+
+  // Our own health service, not gRPC's callback-based one: the callback
+  // API's polling threads sleep 100 ms after each idle second and then
+  // stall other calls now and then.
+  grpc::EnableDefaultHealthCheckService(false);
+  auto engine = std::make_unique<Engine>(routes, options);
+  grpc::ServerBuilder builder;
+  int bound = 0;
+  builder.AddListeningPort(absl::StrCat("unix:", socket_path), grpc::InsecureServerCredentials(),
+                           &bound);
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  engine->Register(builder);
+
+  // The socket is created by bind(); with this umask it is born 0600.
+  mode_t old_umask = umask(0177);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  umask(old_umask);
+  if (server == nullptr || bound == 0) {
+    if (server != nullptr) server->Shutdown();
+    return absl::UnavailableError(absl::StrCat("cannot listen on unix socket ", socket_path));
+  }
+  // Belt and braces: the mode is what the contract says, whatever bind did.
+  if (chmod(socket_path.c_str(), 0600) != 0) {
+    PLOG(WARNING) << "chmod 0600 " << socket_path;
+  }
+  engine->Run(std::move(server));
+  LOG(INFO) << "serving gRPC on unix://" << socket_path;
+  return std::unique_ptr<UnixGrpcServer>(new UnixGrpcServer(socket_path, std::move(engine)));
+}
+
+UnixGrpcServer::UnixGrpcServer(std::string socket_path, std::unique_ptr<Engine> engine)
+    : socket_path_(std::move(socket_path)), engine_(std::move(engine)) {}
+
+int UnixGrpcServer::InFlight() const { return engine_->Active(); }
+
+UnixGrpcServer::~UnixGrpcServer() { Shutdown(absl::ZeroDuration()); }
+
+void UnixGrpcServer::SetServing(bool serving) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return;
+  engine_->SetServing(serving);
+}
+
+void UnixGrpcServer::Shutdown(absl::Duration grace) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  engine_->Shutdown(grace, socket_path_);
   if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
     PLOG(WARNING) << "cannot remove socket " << socket_path_;
   }

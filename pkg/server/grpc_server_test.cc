@@ -6,25 +6,46 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "pkg/base/wait_until.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
 namespace lustre_csi::server {
 namespace {
 
-class Registration final : public pluginregistration::Registration::Service {
+using pluginregistration::Registration;
+
+class TestRegistration final : public Registration::Service {
+ public:
   grpc::Status GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
                        pluginregistration::PluginInfo* info) override {
     info->set_name("test.csi.io");
     return grpc::Status::OK;
   }
+  grpc::Status NotifyRegistrationStatus(grpc::ServerContext*,
+                                        const pluginregistration::RegistrationStatus*,
+                                        pluginregistration::RegistrationStatusResponse*) override {
+    return grpc::Status::OK;
+  }
 };
+
+// Both methods of `service`: GetInfo where `get_info` says, and
+// NotifyRegistrationStatus inline.
+template <typename Impl>
+Routes RegistrationRoutes(Impl* service, Dispatch get_info = Dispatch::kInline) {
+  Routes routes;
+  routes.Unary(Registration::service_full_name(), "GetInfo", service, &Impl::GetInfo, get_info);
+  routes.Unary(Registration::service_full_name(), "NotifyRegistrationStatus", service,
+               &Impl::NotifyRegistrationStatus, Dispatch::kInline);
+  return routes;
+}
 
 class UnixGrpcServerTest : public testing::Test {
  protected:
@@ -70,11 +91,11 @@ class UnixGrpcServerTest : public testing::Test {
   }
 
   std::string dir_, path_;
-  Registration service_;
+  TestRegistration service_;
 };
 
 TEST_F(UnixGrpcServerTest, ServesOwnerOnlySocketWithHealthAndRemovesItOnShutdown) {
-  auto server = UnixGrpcServer::Start(path_, {&service_});
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
   ASSERT_TRUE(server.ok()) << server.status();
 
   struct stat st;
@@ -82,7 +103,7 @@ TEST_F(UnixGrpcServerTest, ServesOwnerOnlySocketWithHealthAndRemovesItOnShutdown
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
-  auto stub = pluginregistration::Registration::NewStub(Channel());
+  auto stub = Registration::NewStub(Channel());
   grpc::ClientContext ctx;
   pluginregistration::PluginInfo info;
   ASSERT_TRUE(stub->GetInfo(&ctx, {}, &info).ok());
@@ -99,61 +120,15 @@ TEST_F(UnixGrpcServerTest, ServesOwnerOnlySocketWithHealthAndRemovesItOnShutdown
   EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
 }
 
-// grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo with a
-// list_services request (field 7, empty string), through a raw streaming
-// call; the answer lists the service names.
-TEST_F(UnixGrpcServerTest, ServesReflection) {
-  auto server = UnixGrpcServer::Start(path_, {&service_});
-  ASSERT_TRUE(server.ok()) << server.status();
-  grpc::GenericStub stub(Channel());
-  grpc::CompletionQueue cq;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto call =
-      stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
-  void* tag;
-  bool ok;
-  auto step = [&](intptr_t want) {
-    EXPECT_TRUE(cq.Next(&tag, &ok));
-    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
-    return ok;
-  };
-  call->StartCall(reinterpret_cast<void*>(1));
-  ASSERT_TRUE(step(1));
-  grpc::Slice request_slice(std::string("\x3a\x00", 2));
-  grpc::ByteBuffer request(&request_slice, 1);
-  call->Write(request, reinterpret_cast<void*>(2));
-  ASSERT_TRUE(step(2));
-  grpc::ByteBuffer reply;
-  call->Read(&reply, reinterpret_cast<void*>(3));
-  ASSERT_TRUE(step(3));
-  std::vector<grpc::Slice> slices;
-  reply.Dump(&slices);
-  std::string bytes;
-  for (const grpc::Slice& sl : slices)
-    bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-  EXPECT_NE(bytes.find("pluginregistration.Registration"), std::string::npos);
-  EXPECT_NE(bytes.find("grpc.health.v1.Health"), std::string::npos);
-  call->WritesDone(reinterpret_cast<void*>(4));
-  step(4);
-  grpc::Status status;
-  call->Finish(&status, reinterpret_cast<void*>(5));
-  step(5);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-}
-
 TEST_F(UnixGrpcServerTest, SecondServerOnLiveSocketIsRefused) {
-  auto first = UnixGrpcServer::Start(path_, {&service_});
+  auto first = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
   ASSERT_TRUE(first.ok()) << first.status();
-  Registration other;
-  auto second = UnixGrpcServer::Start(path_, {&other});
+  TestRegistration other;
+  auto second = UnixGrpcServer::Start(path_, RegistrationRoutes(&other));
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
   // The first still serves.
-  auto stub = pluginregistration::Registration::NewStub(Channel());
+  auto stub = Registration::NewStub(Channel());
   grpc::ClientContext ctx;
   pluginregistration::PluginInfo info;
   EXPECT_TRUE(stub->GetInfo(&ctx, {}, &info).ok());
@@ -162,9 +137,9 @@ TEST_F(UnixGrpcServerTest, SecondServerOnLiveSocketIsRefused) {
 TEST_F(UnixGrpcServerTest, OversizedRequestIsResourceExhausted) {
   GrpcServerOptions options;
   options.max_receive_message_bytes = 1024;
-  auto server = UnixGrpcServer::Start(path_, {&service_}, options);
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_), options);
   ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = pluginregistration::Registration::NewStub(Channel());
+  auto stub = Registration::NewStub(Channel());
   grpc::ClientContext ctx;
   pluginregistration::RegistrationStatus big;
   big.set_error(std::string(4096, 'x'));
@@ -174,7 +149,7 @@ TEST_F(UnixGrpcServerTest, OversizedRequestIsResourceExhausted) {
 }
 
 // GetInfo that holds the call until the test releases it.
-class HeldRegistration final : public pluginregistration::Registration::Service {
+class HeldRegistration final : public Registration::Service {
  public:
   grpc::Status GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
                        pluginregistration::PluginInfo* info) override {
@@ -183,19 +158,109 @@ class HeldRegistration final : public pluginregistration::Registration::Service 
     info->set_name("held.csi.io");
     return grpc::Status::OK;
   }
+  grpc::Status NotifyRegistrationStatus(grpc::ServerContext*,
+                                        const pluginregistration::RegistrationStatus*,
+                                        pluginregistration::RegistrationStatusResponse*) override {
+    ++notified;
+    return grpc::Status::OK;
+  }
   absl::Notification entered, release;
+  std::atomic<int> notified{0};
 };
+
+// A handler that blocks on a worker holds up neither the polling thread nor
+// the inline calls behind it.
+TEST_F(UnixGrpcServerTest, BlockedWorkerCallDoesNotHoldUpInlineCalls) {
+  HeldRegistration held;
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&held, Dispatch::kWorker));
+  ASSERT_TRUE(server.ok()) << server.status();
+  grpc::Status held_status;
+  std::thread call([&] {
+    auto stub = Registration::NewStub(Channel());
+    grpc::ClientContext ctx;
+    pluginregistration::PluginInfo info;
+    held_status = stub->GetInfo(&ctx, {}, &info);
+  });
+  held.entered.WaitForNotification();
+  auto stub = Registration::NewStub(Channel());
+  for (int i = 0; i < 20; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pluginregistration::RegistrationStatusResponse reply;
+    ASSERT_TRUE(stub->NotifyRegistrationStatus(&ctx, {}, &reply).ok());
+  }
+  EXPECT_EQ(held.notified.load(), 20);
+  std::string health;
+  EXPECT_TRUE(HealthCheck(&health).ok());
+  // Only the held call is left once the answered ones are let go.
+  EXPECT_TRUE(base::WaitUntil([&] { return (*server)->InFlight() == 1; }, absl::Seconds(10)))
+      << (*server)->InFlight();
+  held.release.Notify();
+  call.join();
+  EXPECT_TRUE(held_status.ok()) << held_status.error_message();
+}
+
+TEST_F(UnixGrpcServerTest, UnroutedMethodIsUnimplemented) {
+  Routes routes;
+  routes.Unary(Registration::service_full_name(), "GetInfo", &service_, &TestRegistration::GetInfo,
+               Dispatch::kInline);
+  auto server = UnixGrpcServer::Start(path_, routes);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = Registration::NewStub(Channel());
+  grpc::ClientContext ctx;
+  pluginregistration::RegistrationStatusResponse reply;
+  grpc::Status status = stub->NotifyRegistrationStatus(&ctx, {}, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+  EXPECT_TRUE(base::WaitUntil([&] { return (*server)->InFlight() == 0; }, absl::Seconds(10)))
+      << (*server)->InFlight();
+}
+
+TEST_F(UnixGrpcServerTest, MalformedRouteTableIsRefused) {
+  Routes routes;
+  routes.Unary(Registration::service_full_name(), "NoSuchMethod", &service_,
+               &TestRegistration::GetInfo, Dispatch::kInline);
+  auto server = UnixGrpcServer::Start(path_, routes);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(access(path_.c_str(), F_OK), 0) << "a socket for a server that did not start";
+}
+
+// A request that is not the method's message is refused, and the server goes
+// on serving.
+TEST_F(UnixGrpcServerTest, UnparsableRequestIsRefused) {
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
+  ASSERT_TRUE(server.ok()) << server.status();
+  grpc::GenericStub stub(Channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice junk(std::string("\xff\xff\xff", 3));
+  grpc::ByteBuffer request(&junk, 1), reply;
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&ctx, "/pluginregistration.Registration/GetInfo", grpc::StubOptions(), &request,
+                 &reply, [&](grpc::Status s) {
+                   status = s;
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  EXPECT_FALSE(status.ok());
+  auto typed = Registration::NewStub(Channel());
+  grpc::ClientContext ctx2;
+  pluginregistration::PluginInfo info;
+  ASSERT_TRUE(typed->GetInfo(&ctx2, {}, &info).ok());
+  EXPECT_EQ(info.name(), "test.csi.io");
+}
 
 TEST_F(UnixGrpcServerTest, ShutdownLetsTheCallInFlightFinish) {
   HeldRegistration held;
-  auto server = UnixGrpcServer::Start(path_, {&held});
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&held, Dispatch::kWorker));
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_EQ((*server)->InFlight(), 0);
 
   grpc::Status call_status;
   pluginregistration::PluginInfo info;
   std::thread call([&] {
-    auto stub = pluginregistration::Registration::NewStub(Channel());
+    auto stub = Registration::NewStub(Channel());
     grpc::ClientContext ctx;
     call_status = stub->GetInfo(&ctx, {}, &info);
   });
@@ -208,7 +273,8 @@ TEST_F(UnixGrpcServerTest, ShutdownLetsTheCallInFlightFinish) {
   std::string health;
   while (HealthCheck(&health).ok()) {
   }
-  EXPECT_EQ((*server)->InFlight(), 1);
+  EXPECT_TRUE(base::WaitUntil([&] { return (*server)->InFlight() == 1; }, absl::Seconds(10)))
+      << (*server)->InFlight();
 
   held.release.Notify();
   call.join();
@@ -221,11 +287,11 @@ TEST_F(UnixGrpcServerTest, ShutdownLetsTheCallInFlightFinish) {
 
 TEST_F(UnixGrpcServerTest, ShutdownCancelsWhatOutlivesTheGracePeriod) {
   HeldRegistration held;
-  auto server = UnixGrpcServer::Start(path_, {&held});
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&held, Dispatch::kWorker));
   ASSERT_TRUE(server.ok()) << server.status();
   grpc::Status call_status;
   std::thread call([&] {
-    auto stub = pluginregistration::Registration::NewStub(Channel());
+    auto stub = Registration::NewStub(Channel());
     grpc::ClientContext ctx;
     pluginregistration::PluginInfo info;
     call_status = stub->GetInfo(&ctx, {}, &info);
@@ -249,7 +315,7 @@ TEST_F(UnixGrpcServerTest, ShutdownCancelsWhatOutlivesTheGracePeriod) {
 // the server's closing handshake. The test bounds its own wait so that a
 // regression fails instead of hanging.
 TEST_F(UnixGrpcServerTest, IdleConnectionDoesNotHoldUpShutdown) {
-  auto server = UnixGrpcServer::Start(path_, {&service_});
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
   ASSERT_TRUE(server.ok()) << server.status();
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(fd, 0);
@@ -279,7 +345,7 @@ TEST_F(UnixGrpcServerTest, IdleConnectionDoesNotHoldUpShutdown) {
 }
 
 TEST_F(UnixGrpcServerTest, HealthWatchFollowsTheStatusUntilShutdown) {
-  auto server = UnixGrpcServer::Start(path_, {&service_});
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
   ASSERT_TRUE(server.ok()) << server.status();
   auto health = grpc::health::v1::Health::NewStub(Channel());
   grpc::health::v1::HealthCheckRequest other;

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "pkg/volume/bounded_runner.h"
+#include "pkg/base/worker_pool.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/safe_path.h"
@@ -49,7 +49,7 @@ struct BoundedCall {
   R result ABSL_GUARDED_BY(mu);
 };
 
-// Runs `fn` on a worker of the bounded runner and waits at most `timeout`
+// Runs `fn` on a worker of the process-wide pool and waits at most `timeout`
 // for it; R is absl::Status or an absl::StatusOr. A call that does not
 // return in time goes on in the background and its result is dropped.
 template <typename R>
@@ -57,7 +57,7 @@ R RunBounded(std::function<R()> fn, absl::Duration timeout, absl::string_view wh
   if (timeout == absl::InfiniteDuration()) return fn();
   auto call = std::make_shared<BoundedCall<R>>();
   call->fn = std::move(fn);
-  absl::Status started = BoundedRunner::Default().Run([call] {
+  absl::Status started = base::WorkerPool::Default().Run([call] {
     R result = call->fn();
     absl::MutexLock lock(&call->mu);
     call->result = std::move(result);
@@ -298,7 +298,7 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   } else {
     Syscalls* s = &sys;
     absl::Status started =
-        BoundedRunner::Default().Run([s, path, pass] { RunQuickPass(*s, path, *pass); });
+        base::WorkerPool::Default().Run([s, path, pass] { RunQuickPass(*s, path, *pass); });
     if (!started.ok()) return Annotate(started, absl::StrCat("clean up ", path));
   }
   QuickOutcome first;
