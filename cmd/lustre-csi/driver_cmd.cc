@@ -106,8 +106,10 @@ std::string EndpointFlag() {
 
 // Everything a role serves, started in order and stopped in reverse.
 struct Serving {
+  // The CSI socket and, on a node that registers itself, the kubelet's
+  // registration socket: one server for both.
   std::unique_ptr<UnixGrpcServer> csi;
-  std::unique_ptr<UnixGrpcServer> registration;
+  std::string registration_socket;
   std::unique_ptr<HttpServer> http;
 };
 
@@ -123,7 +125,10 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
   int sig = server::WaitForTerminationSignal();
   LOG(INFO) << role << ": received signal " << sig << ", shutting down";
   absl::Duration grace = absl::Seconds(FLAGS_shutdown_grace_seconds);
-  if (serving.registration) serving.registration->Shutdown(absl::ZeroDuration());
+  // The kubelet forgets the plugin once its registration socket is gone.
+  if (!serving.registration_socket.empty()) {
+    serving.csi->CloseSocket(serving.registration_socket);
+  }
   serving.csi->SetServing(false);
   serving.csi->Shutdown(grace);
   if (serving.http) serving.http->Stop();
@@ -300,25 +305,22 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     controller->AddRoutes(routes);
   }
 
+  std::unique_ptr<driver::RegistrationService> registration;  // outlives the server
   Serving serving;
-  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi = UnixGrpcServer::Start(*socket, routes);
-  if (!csi.ok()) return Fail(streams, role, csi.status());
-  serving.csi = std::move(*csi);
-
-  std::unique_ptr<driver::RegistrationService> registration;
+  std::vector<std::string> sockets = {*socket};
   if (roles.node && !FLAGS_plugin_registration_dir.empty()) {
     std::string kubelet_path =
         FLAGS_kubelet_registration_path.empty() ? *socket : FLAGS_kubelet_registration_path;
     registration = std::make_unique<driver::RegistrationService>(FLAGS_drivername, kubelet_path);
-    std::string reg_socket = absl::StrCat(FLAGS_plugin_registration_dir, "/",
-                                          driver::RegistrationSocketName(FLAGS_drivername));
-    server::Routes reg_routes;
-    registration->AddRoutes(reg_routes);
-    absl::StatusOr<std::unique_ptr<UnixGrpcServer>> reg =
-        UnixGrpcServer::Start(reg_socket, reg_routes);
-    if (!reg.ok()) return Fail(streams, role, reg.status());
-    serving.registration = std::move(*reg);
+    registration->AddRoutes(routes);
+    serving.registration_socket = absl::StrCat(FLAGS_plugin_registration_dir, "/",
+                                               driver::RegistrationSocketName(FLAGS_drivername));
+    sockets.push_back(serving.registration_socket);
   }
+  absl::StatusOr<std::unique_ptr<UnixGrpcServer>> csi = UnixGrpcServer::Start(sockets, routes);
+  if (!csi.ok()) return Fail(streams, role, csi.status());
+  serving.csi = std::move(*csi);
+
   absl::StatusOr<std::unique_ptr<HttpServer>> http = StartHttp(&metrics, ready);
   if (!http.ok()) return Fail(streams, role, http.status());
   serving.http = std::move(*http);

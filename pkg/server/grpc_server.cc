@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "pkg/base/worker_pool.h"
 #include "pkg/server/endpoint.h"
@@ -506,10 +507,14 @@ void Engine::Shutdown(absl::Duration grace, const std::string& name) {
 }
 
 absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
-    const std::string& socket_path, const Routes& routes, const GrpcServerOptions& options) {
+    const std::vector<std::string>& socket_paths, const Routes& routes,
+    const GrpcServerOptions& options) {
+  if (socket_paths.empty()) return absl::InvalidArgumentError("no socket to serve on");
   if (!routes.status().ok()) return routes.status();
-  absl::Status prepared = PrepareSocketPath(socket_path);
-  if (!prepared.ok()) return prepared;
+  for (const std::string& path : socket_paths) {
+    absl::Status prepared = PrepareSocketPath(path);
+    if (!prepared.ok()) return prepared;
+  }
 
   // Our own health service, not gRPC's callback-based one: the callback
   // API's polling threads sleep 100 ms after each idle second and then
@@ -517,31 +522,41 @@ absl::StatusOr<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(
   grpc::EnableDefaultHealthCheckService(false);
   auto engine = std::make_unique<Engine>(routes, options);
   grpc::ServerBuilder builder;
-  int bound = 0;
-  builder.AddListeningPort(absl::StrCat("unix:", socket_path), grpc::InsecureServerCredentials(),
-                           &bound);
+  std::vector<int> bound(socket_paths.size(), 0);
+  for (size_t i = 0; i < socket_paths.size(); ++i) {
+    builder.AddListeningPort(absl::StrCat("unix:", socket_paths[i]),
+                             grpc::InsecureServerCredentials(), &bound[i]);
+  }
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   engine->Register(builder);
 
-  // The socket is created by bind(); with this umask it is born 0600.
+  // The sockets are created by bind(); with this umask they are born 0600.
   mode_t old_umask = umask(0177);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   umask(old_umask);
-  if (server == nullptr || bound == 0) {
-    if (server != nullptr) server->Shutdown();
-    return absl::UnavailableError(absl::StrCat("cannot listen on unix socket ", socket_path));
+  std::string unbound;
+  for (size_t i = 0; i < socket_paths.size(); ++i) {
+    if (server == nullptr || bound[i] == 0) unbound = socket_paths[i];
   }
-  // Belt and braces: the mode is what the contract says, whatever bind did.
-  if (chmod(socket_path.c_str(), 0600) != 0) {
-    PLOG(WARNING) << "chmod 0600 " << socket_path;
+  if (!unbound.empty()) {
+    if (server != nullptr) {
+      server->Shutdown();
+      for (const std::string& path : socket_paths) unlink(path.c_str());
+    }
+    return absl::UnavailableError(absl::StrCat("cannot listen on unix socket ", unbound));
+  }
+  for (const std::string& path : socket_paths) {
+    // Belt and braces: the mode is what the contract says, whatever bind did.
+    if (chmod(path.c_str(), 0600) != 0) PLOG(WARNING) << "chmod 0600 " << path;
   }
   engine->Run(std::move(server));
-  LOG(INFO) << "serving gRPC on unix://" << socket_path;
-  return std::unique_ptr<UnixGrpcServer>(new UnixGrpcServer(socket_path, std::move(engine)));
+  for (const std::string& path : socket_paths) LOG(INFO) << "serving gRPC on unix://" << path;
+  return std::unique_ptr<UnixGrpcServer>(new UnixGrpcServer(socket_paths, std::move(engine)));
 }
 
-UnixGrpcServer::UnixGrpcServer(std::string socket_path, std::unique_ptr<Engine> engine)
-    : socket_path_(std::move(socket_path)), engine_(std::move(engine)) {}
+UnixGrpcServer::UnixGrpcServer(std::vector<std::string> socket_paths,
+                               std::unique_ptr<Engine> engine)
+    : socket_paths_(std::move(socket_paths)), engine_(std::move(engine)) {}
 
 int UnixGrpcServer::InFlight() const { return engine_->Active(); }
 
@@ -553,15 +568,33 @@ void UnixGrpcServer::SetServing(bool serving) {
   engine_->SetServing(serving);
 }
 
+void UnixGrpcServer::CloseSocket(const std::string& socket_path) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return;
+  if (std::find(socket_paths_.begin(), socket_paths_.end(), socket_path) == socket_paths_.end() ||
+      std::find(closed_.begin(), closed_.end(), socket_path) != closed_.end()) {
+    return;
+  }
+  closed_.push_back(socket_path);
+  if (unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
+    PLOG(WARNING) << "cannot remove socket " << socket_path;
+  }
+  LOG(INFO) << "closed unix://" << socket_path << " to new connections";
+}
+
 void UnixGrpcServer::Shutdown(absl::Duration grace) {
   absl::MutexLock lock(&mu_);
   if (shut_down_) return;
   shut_down_ = true;
-  engine_->Shutdown(grace, socket_path_);
-  if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
-    PLOG(WARNING) << "cannot remove socket " << socket_path_;
+  std::string names = absl::StrJoin(socket_paths_, ", unix://");
+  engine_->Shutdown(grace, names);
+  for (const std::string& path : socket_paths_) {
+    if (std::find(closed_.begin(), closed_.end(), path) != closed_.end()) continue;
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      PLOG(WARNING) << "cannot remove socket " << path;
+    }
   }
-  LOG(INFO) << "stopped serving on unix://" << socket_path_;
+  LOG(INFO) << "stopped serving on unix://" << names;
 }
 
 }  // namespace lustre_csi::server

@@ -57,6 +57,7 @@ class UnixGrpcServerTest : public testing::Test {
   }
   void TearDown() override {
     unlink(path_.c_str());
+    for (const char* name : {"/reg.sock", "/other.sock"}) unlink((dir_ + name).c_str());
     rmdir(dir_.c_str());
   }
 
@@ -118,6 +119,50 @@ TEST_F(UnixGrpcServerTest, ServesOwnerOnlySocketWithHealthAndRemovesItOnShutdown
 
   (*server)->Shutdown(absl::Seconds(1));
   EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+// One server on two sockets: both serve, both are 0600; closing one removes
+// its file and the other goes on; Shutdown removes what is left.
+TEST_F(UnixGrpcServerTest, ServesEverySocketAndClosesOneOnRequest) {
+  std::string second = dir_ + "/reg.sock";
+  auto server = UnixGrpcServer::Start({path_, second}, RegistrationRoutes(&service_));
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const std::string& path : {path_, second}) {
+    struct stat st;
+    ASSERT_EQ(stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << path;
+    auto stub = Registration::NewStub(
+        grpc::CreateChannel("unix:" + path, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    pluginregistration::PluginInfo info;
+    ASSERT_TRUE(stub->GetInfo(&ctx, {}, &info).ok()) << path;
+    EXPECT_EQ(info.name(), "test.csi.io");
+  }
+  (*server)->CloseSocket(second);
+  EXPECT_NE(access(second.c_str(), F_OK), 0) << "closed socket still there";
+  auto stub = Registration::NewStub(Channel());
+  grpc::ClientContext ctx;
+  pluginregistration::PluginInfo info;
+  EXPECT_TRUE(stub->GetInfo(&ctx, {}, &info).ok());
+  (*server)->Shutdown(absl::Seconds(1));
+  EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+// A live socket among several fails the start and leaves the others as they
+// were.
+TEST_F(UnixGrpcServerTest, LiveSocketAmongSeveralFailsTheStart) {
+  auto first = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::string other = dir_ + "/other.sock";
+  TestRegistration service;
+  auto second = UnixGrpcServer::Start({other, path_}, RegistrationRoutes(&service));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(access(other.c_str(), F_OK), 0) << "a socket for a server that did not start";
+  auto stub = Registration::NewStub(Channel());
+  grpc::ClientContext ctx;
+  pluginregistration::PluginInfo info;
+  EXPECT_TRUE(stub->GetInfo(&ctx, {}, &info).ok());
 }
 
 TEST_F(UnixGrpcServerTest, SecondServerOnLiveSocketIsRefused) {
