@@ -39,9 +39,6 @@ _PKG_CONFIG_TARGETS = {
 # this one closure is spelled out.
 _GLOG_LINKOPTS = ["-lglog", "-lgflags", "-lgcc_eh", "-lunwind", "-llzma", "-lpthread"]
 
-# Debian ships the reflection service as an archive with no pkg-config file.
-_GRPC_REFLECTION_LINKOPTS = ["-lgrpc++_reflection"]
-
 def _run(ctx, args):
     result = ctx.execute(args)
     if result.return_code != 0:
@@ -97,7 +94,6 @@ def _system_libs_impl(ctx):
             testonly = name in ("gtest", "gmock"),
         ))
     build.append(_library("glog", _GLOG_LINKOPTS))
-    build.append(_library("grpc_reflection", _GRPC_REFLECTION_LINKOPTS, deps = [":grpc"]))
     ctx.file("BUILD", "\n".join(build))
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
     ctx.file("tools.bzl", "PROTOC = %r\nGRPC_CPP_PLUGIN = %r\n" % (str(protoc), str(grpc_plugin)))
