@@ -79,6 +79,7 @@ echo "== unary calls, one client"
 run_client probe "${L[@]}" --rpc=Probe --n=20000
 run_client get_plugin_info "${L[@]}" --rpc=GetPluginInfo --n=20000
 run_client node_get_capabilities "${L[@]}" --rpc=NodeGetCapabilities --n=20000
+run_client node_get_info "${L[@]}" --rpc=NodeGetInfo --n=20000
 "$client" "${L[@]}" --rpc=NodePublishVolume --target="$w/pods/stats" --params="$ctx" >/dev/null
 run_client node_get_volume_stats "${L[@]}" --rpc=NodeGetVolumeStats --target="$w/pods/stats" --n=20000
 "$client" "${L[@]}" --rpc=NodeUnpublishVolume --target="$w/pods/stats" >/dev/null
