@@ -25,8 +25,14 @@ namespace lustre_csi::base {
 
 class WorkerPool {
  public:
+  // Starts a detached thread running `main(arg)` with a stack of
+  // `stack_bytes`; returns 0 or an errno value. Tests replace it.
+  using ThreadStarter = std::function<int(void* (*main)(void*), void* arg, size_t stack_bytes)>;
+  static int StartDetachedThread(void* (*main)(void*), void* arg, size_t stack_bytes);
+
   explicit WorkerPool(int max_idle = 4, absl::Duration idle_timeout = absl::Seconds(30),
-                      size_t stack_bytes = 256 * 1024);
+                      size_t stack_bytes = 256 * 1024,
+                      ThreadStarter start_thread = &StartDetachedThread);
   ~WorkerPool();
 
   WorkerPool(const WorkerPool&) = delete;
@@ -35,18 +41,22 @@ class WorkerPool {
   // The process-wide pool; never destroyed.
   static WorkerPool& Default();
 
-  // Runs `task` on a worker. Fails (RESOURCE_EXHAUSTED) only when a needed
-  // thread cannot start; the task is then not run.
+  // Runs `task` on a worker: OK means it runs (or already has). Fails with
+  // RESOURCE_EXHAUSTED only when a needed thread cannot start; the task is
+  // then not run.
   absl::Status Run(std::function<void()> task);
 
-  // Threads started so far, and threads alive now (for tests and benchmarks).
+  // Threads started so far, alive now, and waiting for a task now (for tests
+  // and benchmarks).
   int threads_started() const;
   int threads_alive() const;
+  int threads_idle() const;
 
   struct State;  // worker_pool.cc
 
  private:
   std::shared_ptr<State> state_;
+  ThreadStarter start_thread_;
 };
 
 }  // namespace lustre_csi::base

@@ -27,10 +27,10 @@ TEST(WorkerPoolTest, SequentialTasksReuseOneWorker) {
     absl::Notification done;
     ASSERT_TRUE(runner->Run([&] { done.Notify(); }).ok());
     done.WaitForNotification();
-    // Let the worker get back to waiting before the next task.
-    absl::SleepFor(absl::Milliseconds(1));
+    // The worker is back to waiting before the next task.
+    ASSERT_TRUE(WaitUntil([&] { return runner->threads_idle() == 1; }, absl::Seconds(10)));
   }
-  EXPECT_LE(runner->threads_started(), 2) << "a thread per call";
+  EXPECT_EQ(runner->threads_started(), 1) << "a thread per call";
 }
 
 TEST(WorkerPoolTest, HungTaskDoesNotBlockOthers) {
@@ -111,6 +111,49 @@ TEST(WorkerPoolTest, DestroyedPoolLetsTheRunningTaskFinishAndItsWorkersExit) {
   // Both workers are gone: the process is back to the threads it had.
   EXPECT_TRUE(WaitUntil([&] { return ThreadsInProcess() == threads_before; }, absl::Seconds(10)))
       << ThreadsInProcess() << " threads, " << threads_before << " before";
+}
+
+// A thread that cannot start: the task is not run and the caller is told.
+TEST(WorkerPoolTest, ThreadThatCannotStartFailsTheTaskWhichNeverRuns) {
+  std::atomic<int> attempts{0};
+  WorkerPool pool(4, absl::Seconds(30), 256 * 1024, [&](void* (*)(void*), void*, size_t) {
+    ++attempts;
+    return EAGAIN;
+  });
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  absl::Status status = pool.Run([ran] { *ran = true; });
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_EQ(attempts.load(), 1);
+  EXPECT_EQ(pool.threads_alive(), 0);
+  EXPECT_FALSE(ran->load());
+}
+
+// The thread for a task cannot start, but a busy worker comes free and takes
+// the task meanwhile: then the task runs, and Run says OK (a caller told
+// otherwise would answer twice).
+TEST(WorkerPoolTest, TaskTakenByAFreedWorkerWhileAThreadFailsIsReportedAsRunning) {
+  auto release_busy = std::make_shared<absl::Notification>();
+  auto second_started = std::make_shared<absl::Notification>();
+  std::atomic<int> starts{0};
+  WorkerPool pool(4, absl::Seconds(30), 256 * 1024,
+                  [&](void* (*main)(void*), void* arg, size_t stack) {
+                    if (starts++ == 0) return WorkerPool::StartDetachedThread(main, arg, stack);
+                    // The second thread "fails" only once the busy worker has
+                    // taken the second task.
+                    release_busy->Notify();
+                    second_started->WaitForNotification();
+                    return EAGAIN;
+                  });
+  absl::Notification busy_started;
+  ASSERT_TRUE(pool.Run([&busy_started, release_busy] {
+                    busy_started.Notify();
+                    release_busy->WaitForNotification();
+                  })
+                  .ok());
+  busy_started.WaitForNotification();
+  absl::Status status = pool.Run([second_started] { second_started->Notify(); });
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(second_started->HasBeenNotified());
 }
 
 }  // namespace

@@ -116,8 +116,13 @@ class Engine {
     absl::MutexLock lock(&calls_mu_);
     --active_;
   }
+  // The route of `path`, or null.
+  const Route* FindRoute(const std::string& path) const {
+    auto it = routes_.find(path);
+    return it == routes_.end() ? nullptr : &it->second;
+  }
   // Runs the call's route inline or hands it to a worker.
-  void Serve(UnaryCall* call);
+  void Serve(UnaryCall* call, const Route& route);
   // The health status now, and whether it is final (the server stops).
   std::pair<ServingStatus, bool> HealthNow() ABSL_LOCKS_EXCLUDED(health_mu_) {
     absl::MutexLock lock(&health_mu_);
@@ -132,10 +137,11 @@ class Engine {
   // Wakes the polling thread to send the health status to every watch;
   // any thread.
   void NotifyWatches() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
-  bool AwaitIdle(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(calls_mu_) {
+  // True once no call object is left, false at `deadline`.
+  bool AwaitNoObjects(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(calls_mu_) {
     absl::MutexLock lock(&calls_mu_);
-    auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(calls_mu_) { return active_ == 0; };
-    return calls_mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+    auto none = [this]() ABSL_SHARED_LOCKS_REQUIRED(calls_mu_) { return objects_ == 0; };
+    return calls_mu_.AwaitWithDeadline(absl::Condition(&none), deadline);
   }
 
   // Declared before the server, which must go first.
@@ -183,6 +189,12 @@ class UnaryCall final : public CallObject {
         }
         engine_->CallStarted();
         engine_->RequestUnary();
+        route_ = engine_->FindRoute(context_.method());
+        if (route_ == nullptr) {  // answered at once, whatever the client sends
+          Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                              absl::StrCat("unknown method ", context_.method())));
+          return;
+        }
         state_ = State::kReading;
         stream_.Read(&request_, this);
         return;
@@ -191,7 +203,7 @@ class UnaryCall final : public CallObject {
           Finish(grpc::Status(grpc::StatusCode::INTERNAL, "the call carried no request message"));
           return;
         }
-        engine_->Serve(this);
+        engine_->Serve(this, *route_);
         return;
       case State::kFinishing:
         engine_->CallDone();
@@ -199,8 +211,6 @@ class UnaryCall final : public CallObject {
         return;
     }
   }
-
-  const std::string& method() const { return context_.method(); }
 
   // Runs `route` and answers; on the polling thread or a worker.
   void Answer(const Route& route) { Finish(route.handler(&context_, &request_, &response_)); }
@@ -219,6 +229,7 @@ class UnaryCall final : public CallObject {
   grpc::GenericServerContext context_;
   grpc::GenericServerAsyncReaderWriter stream_;
   grpc::ByteBuffer request_, response_;
+  const Route* route_ = nullptr;
   State state_ = State::kRequested;
 };
 
@@ -258,7 +269,8 @@ class CheckCall final : public CallObject {
 };
 
 // grpc.health.v1.Health/Watch: the overall status, then every change, until
-// the caller goes or the server stops; SERVICE_UNKNOWN for any other name.
+// the caller goes or the server stops; SERVICE_UNKNOWN (once, the call kept
+// open) for any other name.
 // Lives until both its last operation and the call's end have come back.
 class WatchCall final : public CallObject {
  public:
@@ -297,10 +309,9 @@ class WatchCall final : public CallObject {
       return;
     }
     auto [status, last] = engine_->HealthNow();
-    if (!request_.service().empty()) {
-      status = HealthCheckResponse::SERVICE_UNKNOWN;
-      last = true;
-    }
+    // An unknown service is told so once; the call stays open (the health
+    // protocol), until the caller goes or the server stops.
+    if (!request_.service().empty()) status = HealthCheckResponse::SERVICE_UNKNOWN;
     if (status != sent_) {
       sent_ = status;
       HealthCheckResponse response;
@@ -404,14 +415,7 @@ void Engine::RequestWatch() {
   if (!closing_) new WatchCall(this);
 }
 
-void Engine::Serve(UnaryCall* call) {
-  auto it = routes_.find(call->method());
-  if (it == routes_.end()) {
-    call->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                              absl::StrCat("unknown method ", call->method())));
-    return;
-  }
-  const Route& route = it->second;
+void Engine::Serve(UnaryCall* call, const Route& route) {
   if (route.dispatch == Dispatch::kInline) {
     call->Answer(route);
     return;
@@ -464,13 +468,10 @@ void Engine::Shutdown(absl::Duration grace, const std::string& name) {
   grpc_completion_queue* notify_cq = grpc_completion_queue_create_for_pluck(nullptr);
   int tag = 0;
   grpc_server_shutdown_and_notify(server_->c_server(), notify_cq, &tag);
-  // A call gRPC admitted just before the shutdown may not have reached the
-  // polling thread (and the count) yet: idle must hold for a moment.
-  bool idle = false;
-  while (!idle && AwaitIdle(deadline)) {
-    absl::SleepFor(std::min(absl::Milliseconds(50), deadline - absl::Now()));
-    idle = Active() == 0;
-  }
+  // The requests still waiting for a call come back refused, none is asked
+  // for again, and every call admitted before ends (or the grace period
+  // does): then no call object is left.
+  bool idle = AwaitNoObjects(deadline);
   if (!idle) {
     LOG(WARNING) << Active() << " call(s) on unix://" << name
                  << " still running after the grace period of " << absl::FormatDuration(grace)
@@ -485,17 +486,12 @@ void Engine::Shutdown(absl::Duration grace, const std::string& name) {
           .type != GRPC_QUEUE_SHUTDOWN) {
   }
   grpc_completion_queue_destroy(notify_cq);
-  // The requests still waiting come back refused; the handlers still running
-  // on workers answer (a cancelled call) and the polling thread lets their
-  // calls go. Only then may the queue shut down.
-  {
-    absl::MutexLock lock(&calls_mu_);
-    auto gone = [this]() ABSL_SHARED_LOCKS_REQUIRED(calls_mu_) { return objects_ == 0; };
-    if (!calls_mu_.AwaitWithTimeout(absl::Condition(&gone), absl::Seconds(5))) {
-      LOG(WARNING) << "unix://" << name << ": waiting for " << active_
-                   << " handler(s) still running to return";
-      calls_mu_.Await(absl::Condition(&gone));
-    }
+  // The handlers still running on workers answer (a cancelled call) and the
+  // polling thread lets their calls go. Only then may the queue shut down.
+  if (!AwaitNoObjects(absl::Now() + absl::Seconds(5))) {
+    LOG(WARNING) << "unix://" << name << ": waiting for " << Active()
+                 << " handler(s) still running to return";
+    AwaitNoObjects(absl::InfiniteFuture());
   }
   {
     absl::MutexLock lock(&health_mu_);

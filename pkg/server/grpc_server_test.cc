@@ -232,7 +232,7 @@ TEST_F(UnixGrpcServerTest, BlockedWorkerCallDoesNotHoldUpInlineCalls) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pluginregistration::RegistrationStatusResponse reply;
-    ASSERT_TRUE(stub->NotifyRegistrationStatus(&ctx, {}, &reply).ok());
+    EXPECT_TRUE(stub->NotifyRegistrationStatus(&ctx, {}, &reply).ok());
   }
   EXPECT_EQ(held.notified.load(), 20);
   std::string health;
@@ -288,7 +288,7 @@ TEST_F(UnixGrpcServerTest, UnparsableRequestIsRefused) {
                    done.Notify();
                  });
   done.WaitForNotification();
-  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL) << status.error_message();
   auto typed = Registration::NewStub(Channel());
   grpc::ClientContext ctx2;
   pluginregistration::PluginInfo info;
@@ -400,6 +400,8 @@ TEST_F(UnixGrpcServerTest, HealthWatchFollowsTheStatusUntilShutdown) {
   EXPECT_EQ(health->Check(&check_ctx, other, &checked).error_code(), grpc::StatusCode::NOT_FOUND);
 
   grpc::ClientContext ctx;
+  // A regression fails at the deadline instead of hanging.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   auto watch = health->Watch(&ctx, grpc::health::v1::HealthCheckRequest());
   grpc::health::v1::HealthCheckResponse seen;
   ASSERT_TRUE(watch->Read(&seen));
@@ -412,11 +414,102 @@ TEST_F(UnixGrpcServerTest, HealthWatchFollowsTheStatusUntilShutdown) {
   EXPECT_EQ(seen.status(), grpc::health::v1::HealthCheckResponse::SERVING);
   // Shutdown ends the watch (it does not wait out the grace period for it).
   std::thread shutdown([&] { (*server)->Shutdown(absl::Hours(1)); });
-  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_TRUE(watch->Read(&seen));
   EXPECT_EQ(seen.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   EXPECT_FALSE(watch->Read(&seen));
   shutdown.join();
   EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+// A watch of a service the server does not know gets SERVICE_UNKNOWN and
+// stays open; a caller that goes away ends it on the server too.
+TEST_F(UnixGrpcServerTest, HealthWatchOfAnUnknownServiceStaysOpenUntilTheCallerGoes) {
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto health = grpc::health::v1::Health::NewStub(Channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::health::v1::HealthCheckRequest other;
+  other.set_service("no.such.Service");
+  auto watch = health->Watch(&ctx, other);
+  grpc::health::v1::HealthCheckResponse seen;
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), grpc::health::v1::HealthCheckResponse::SERVICE_UNKNOWN);
+  // Still open: the watch counts as a call in flight.
+  EXPECT_TRUE(base::WaitUntil([&] { return (*server)->InFlight() == 1; }, absl::Seconds(10)));
+  ctx.TryCancel();
+  EXPECT_FALSE(watch->Read(&seen));
+  EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(base::WaitUntil([&] { return (*server)->InFlight() == 0; }, absl::Seconds(10)))
+      << (*server)->InFlight();
+}
+
+// A raw call through a generic stub: `writes` request messages, then the
+// answer (if any) and the status.
+grpc::Status RawCall(std::shared_ptr<grpc::Channel> channel, const std::string& method,
+                     int writes) {
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call = stub.PrepareCall(&ctx, method, &cq);
+  void* tag;
+  bool ok;
+  call->StartCall(reinterpret_cast<void*>(1));
+  cq.Next(&tag, &ok);
+  for (int i = 0; i < writes; ++i) {
+    grpc::Slice empty("", 0);
+    grpc::ByteBuffer message(&empty, 1);
+    call->Write(message, reinterpret_cast<void*>(2));
+    cq.Next(&tag, &ok);
+  }
+  call->WritesDone(reinterpret_cast<void*>(3));
+  cq.Next(&tag, &ok);
+  // The answer, if any, must be read before the status can come.
+  grpc::ByteBuffer reply;
+  call->Read(&reply, reinterpret_cast<void*>(4));
+  cq.Next(&tag, &ok);
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return status;
+}
+
+TEST_F(UnixGrpcServerTest, UnaryCallWithoutARequestMessageIsInternal) {
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
+  ASSERT_TRUE(server.ok()) << server.status();
+  grpc::Status status = RawCall(Channel(), "/pluginregistration.Registration/GetInfo", 0);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL) << status.error_message();
+  // One message is served.
+  status = RawCall(Channel(), "/pluginregistration.Registration/GetInfo", 1);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+// An unknown method is refused as soon as the call arrives, without waiting
+// for a message the client may never send.
+TEST_F(UnixGrpcServerTest, UnknownMethodIsRefusedBeforeAnyMessage) {
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
+  ASSERT_TRUE(server.ok()) << server.status();
+  grpc::GenericStub stub(Channel());
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call = stub.PrepareCall(&ctx, "/no.such.Service/Stream", &cq);
+  void* tag;
+  bool ok;
+  call->StartCall(reinterpret_cast<void*>(1));
+  cq.Next(&tag, &ok);
+  // No message, no half-close: the status still comes.
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(2));
+  cq.Next(&tag, &ok);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace

@@ -15,6 +15,10 @@
 // and never block (no system call that can hang, no lock held across one).
 // Everything else is kWorker: it runs on a worker thread, so a mount that
 // hangs never holds up the calls behind it.
+//
+// The handler's ServerContext is an asynchronous call's: its deadline,
+// metadata and peer may be read, but not IsCancelled(), which gRPC only
+// answers for an asynchronous call after its end has been reported.
 #ifndef LUSTRE_CSI_PKG_SERVER_ROUTES_H_
 #define LUSTRE_CSI_PKG_SERVER_ROUTES_H_
 
