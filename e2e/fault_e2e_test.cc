@@ -96,6 +96,25 @@ TEST_F(MountFaultTest, HungMountTimesOutReleasesItsTargetAndOthersProceed) {
   ASSERT_TRUE(WaitUntil(
       [&] { return absl::StrContains(ReadFile(tmp_.Join("calls")), tmp_.Join("pods/slow")); }));
   EXPECT_EQ(Publish(tmp_.Join("pods/slow")).error_code(), grpc::ABORTED);
+  // The hung mount holds a worker, not the server: the fixed-answer calls and
+  // stats of another path still answer, well inside the mount's 1 s bound
+  // (a server blocked by the mount would miss these deadlines).
+  auto identity = csi::v1::Identity::NewStub(UnixChannel(socket_));
+  grpc::ClientContext probe_ctx;
+  probe_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  csi::v1::ProbeResponse probe;
+  EXPECT_TRUE(identity->Probe(&probe_ctx, {}, &probe).ok());
+  grpc::ClientContext caps_ctx;
+  caps_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  csi::v1::NodeGetCapabilitiesResponse caps;
+  EXPECT_TRUE(stub_->NodeGetCapabilities(&caps_ctx, {}, &caps).ok());
+  grpc::ClientContext stats_ctx;
+  stats_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  csi::v1::NodeGetVolumeStatsRequest stats_req;
+  stats_req.set_volume_id("v");
+  stats_req.set_volume_path(tmp_.Join("pods/none"));
+  csi::v1::NodeGetVolumeStatsResponse stats;
+  EXPECT_EQ(stub_->NodeGetVolumeStats(&stats_ctx, stats_req, &stats).error_code(), grpc::NOT_FOUND);
   slow.join();
   EXPECT_EQ(hung.error_code(), grpc::DEADLINE_EXCEEDED) << hung.error_message();
   EXPECT_NE(access(tmp_.Join("pods/slow").c_str(), F_OK), 0) << "target left behind";
