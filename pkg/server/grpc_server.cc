@@ -169,11 +169,11 @@ class Engine {
 
 namespace engine_internal {
 
-// A unary call of any method, as bytes: read the request, run the route,
-// answer.
 CallObject::CallObject(Engine* engine) : engine_(engine) { engine_->ObjectMade(); }
 CallObject::~CallObject() { engine_->ObjectGone(); }
 
+// A unary call of any method, as bytes: read the request, run the route,
+// answer.
 class UnaryCall final : public CallObject {
  public:
   explicit UnaryCall(Engine* engine) : CallObject(engine), stream_(&context_) {

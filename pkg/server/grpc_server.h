@@ -29,7 +29,9 @@
 // The routes' handlers are borrowed and must outlive the server. Start()
 // changes the process umask for the duration of the bind; call it before
 // starting threads that create files. Shutdown() is safe to call from any
-// thread, once or more.
+// thread but a handler's, once or more; a handler must not call the server's
+// methods (Shutdown holds the server while it waits for the handlers). A
+// handler stuck in the kernel holds Shutdown up after its call is cancelled.
 #ifndef LUSTRE_CSI_PKG_SERVER_GRPC_SERVER_H_
 #define LUSTRE_CSI_PKG_SERVER_GRPC_SERVER_H_
 
