@@ -2,6 +2,7 @@
 // controller) over real unix sockets, making real bind mounts inside this
 // test's private mount namespace.
 #include <arpa/inet.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "proto/csi.grpc.pb.h"
 #include "proto/pluginregistration.grpc.pb.h"
+#include "proto/reflection.grpc.pb.h"
 
 namespace lustre_csi::e2e {
 namespace {
@@ -138,6 +140,47 @@ TEST_F(DriverE2eTest, IdentityAndSocketPermissions) {
   struct stat st;
   ASSERT_EQ(stat(node_socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// What grpcurl sees: the node's services through server reflection, and
+// csi.proto with what it imports for any of them.
+TEST_F(DriverE2eTest, ServerReflectionDescribesTheCsiServices) {
+  using grpc::reflection::v1alpha::ServerReflection;
+  using grpc::reflection::v1alpha::ServerReflectionRequest;
+  using grpc::reflection::v1alpha::ServerReflectionResponse;
+  auto stub = ServerReflection::NewStub(UnixChannel(node_socket_));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  ServerReflectionRequest list;
+  list.set_list_services("");
+  ASSERT_TRUE(stream->Write(list));
+  ServerReflectionResponse listed;
+  ASSERT_TRUE(stream->Read(&listed));
+  std::vector<std::string> names;
+  for (const auto& service : listed.list_services_response().service()) {
+    names.push_back(service.name());
+  }
+  EXPECT_THAT(names,
+              testing::IsSupersetOf({"csi.v1.Identity", "csi.v1.Node", "grpc.health.v1.Health",
+                                     "grpc.reflection.v1alpha.ServerReflection"}));
+  ServerReflectionRequest symbol;
+  symbol.set_file_containing_symbol("csi.v1.Node.NodePublishVolume");
+  ASSERT_TRUE(stream->Write(symbol));
+  ServerReflectionResponse files;
+  ASSERT_TRUE(stream->Read(&files));
+  ASSERT_FALSE(files.has_error_response()) << files.error_response().error_message();
+  std::vector<std::string> file_names;
+  for (const std::string& bytes : files.file_descriptor_response().file_descriptor_proto()) {
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(bytes));
+    file_names.push_back(file.name());
+  }
+  ASSERT_FALSE(file_names.empty());
+  EXPECT_EQ(file_names.back(), csi::v1::NodePublishVolumeRequest::descriptor()->file()->name());
+  EXPECT_GT(file_names.size(), 1u) << "csi.proto's imports are missing";
+  EXPECT_TRUE(stream->WritesDone());
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 TEST_F(DriverE2eTest, FullLifecycleTwoTargetsReadWriteAndReadOnly) {

@@ -18,7 +18,9 @@
 #include "absl/time/clock.h"
 #include "pkg/base/worker_pool.h"
 #include "pkg/server/endpoint.h"
+#include "pkg/server/reflection.h"
 #include "proto/health.grpc.pb.h"
+#include "proto/reflection.grpc.pb.h"
 
 namespace lustre_csi::server {
 
@@ -26,6 +28,9 @@ using grpc::health::v1::Health;
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 using ServingStatus = HealthCheckResponse::ServingStatus;
+using grpc::reflection::v1alpha::ServerReflection;
+using grpc::reflection::v1alpha::ServerReflectionRequest;
+using grpc::reflection::v1alpha::ServerReflectionResponse;
 
 namespace engine_internal {
 
@@ -66,7 +71,8 @@ using engine_internal::WatchCall;
 class Engine {
  public:
   Engine(const Routes& routes, const GrpcServerOptions& options)
-      : workers_(std::max(1, options.max_waiting_threads), absl::Seconds(30), 1 << 20) {
+      : workers_(std::max(1, options.max_waiting_threads), absl::Seconds(30), 1 << 20),
+        reflection_index_(ServiceNames(routes)) {
     for (const Route& route : routes.routes()) routes_.emplace(route.path, route);
   }
   ~Engine();
@@ -74,6 +80,7 @@ class Engine {
   void Register(grpc::ServerBuilder& builder) {
     builder.RegisterAsyncGenericService(&generic_);
     builder.RegisterService(&health_);
+    builder.RegisterService(&reflection_);
     cq_ = builder.AddCompletionQueue();
   }
 
@@ -94,7 +101,10 @@ class Engine {
   grpc::ServerCompletionQueue* cq() { return cq_.get(); }
   grpc::AsyncGenericService* generic() { return &generic_; }
   Health::AsyncService* health() { return &health_; }
+  ServerReflection::AsyncService* reflection() { return &reflection_; }
+  const ReflectionIndex& reflection_index() const { return reflection_index_; }
   void RequestUnary();
+  void RequestReflection();
   void RequestCheck();
   void RequestWatch();
   // Every call object, from its request to its end (so also the requests
@@ -144,13 +154,27 @@ class Engine {
     return calls_mu_.AwaitWithDeadline(absl::Condition(&none), deadline);
   }
 
+  // The services of the routes, then health and reflection.
+  static std::vector<std::string> ServiceNames(const Routes& routes) {
+    std::vector<std::string> names;
+    for (const Route& route : routes.routes()) {
+      std::string name = route.path.substr(1, route.path.rfind('/') - 1);
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+    names.push_back(Health::service_full_name());
+    names.push_back(ServerReflection::service_full_name());
+    return names;
+  }
+
   // Declared before the server, which must go first.
   grpc::AsyncGenericService generic_;
   Health::AsyncService health_;
+  ServerReflection::AsyncService reflection_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;
   std::thread poller_;
   base::WorkerPool workers_;
+  const ReflectionIndex reflection_index_;
   absl::flat_hash_map<std::string, Route> routes_;  // fixed once built
   std::atomic<bool> closing_{false};
 
@@ -358,6 +382,68 @@ class WatchCall final : public CallObject {
   bool finishing_ = false, finished_ = false, ended_ = false;
 };
 
+// grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo: answers each
+// request on the polling thread (from the compiled-in descriptors) until the
+// caller is done.
+class ReflectionCall final : public CallObject {
+ public:
+  explicit ReflectionCall(Engine* engine) : CallObject(engine), stream_(&context_) {
+    engine_->reflection()->RequestServerReflectionInfo(&context_, &stream_, engine_->cq(),
+                                                       engine_->cq(), this);
+  }
+
+  void Proceed(bool ok) override {
+    switch (state_) {
+      case State::kRequested:
+        if (!ok) {
+          delete this;
+          return;
+        }
+        engine_->CallStarted();
+        engine_->RequestReflection();
+        Read();
+        return;
+      case State::kReading:
+        if (!ok) {  // the caller has sent everything (or gone)
+          Finish(grpc::Status::OK);
+          return;
+        }
+        response_ = engine_->reflection_index().Answer(request_);
+        state_ = State::kWriting;
+        stream_.Write(response_, this);
+        return;
+      case State::kWriting:
+        if (!ok) {
+          Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
+          return;
+        }
+        Read();
+        return;
+      case State::kFinishing:
+        engine_->CallDone();
+        delete this;
+        return;
+    }
+  }
+
+ private:
+  enum class State { kRequested, kReading, kWriting, kFinishing };
+  void Read() {
+    state_ = State::kReading;
+    stream_.Read(&request_, this);
+  }
+  void Finish(const grpc::Status& status) {
+    state_ = State::kFinishing;
+    stream_.Finish(status, this);
+  }
+
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<ServerReflectionResponse, ServerReflectionRequest> stream_;
+  ServerReflectionRequest request_;
+  ServerReflectionResponse response_;
+  State state_ = State::kRequested;
+};
+
 // Fires at once on the completion queue, to update the health watches on
 // the polling thread.
 class AlarmTag final : public Tag {
@@ -398,6 +484,7 @@ void Engine::Run(std::unique_ptr<grpc::Server> server) {
   for (int i = 0; i < kPendingUnaryRequests; ++i) RequestUnary();
   RequestCheck();
   RequestWatch();
+  RequestReflection();
   poller_ = std::thread([this] {
     void* tag;
     bool ok;
@@ -413,6 +500,9 @@ void Engine::RequestCheck() {
 }
 void Engine::RequestWatch() {
   if (!closing_) new WatchCall(this);
+}
+void Engine::RequestReflection() {
+  if (!closing_) new engine_internal::ReflectionCall(this);
 }
 
 void Engine::Serve(UnaryCall* call, const Route& route) {

@@ -16,6 +16,7 @@
 #include "pkg/base/wait_until.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/pluginregistration.grpc.pb.h"
+#include "proto/reflection.grpc.pb.h"
 
 namespace lustre_csi::server {
 namespace {
@@ -510,6 +511,44 @@ TEST_F(UnixGrpcServerTest, UnknownMethodIsRefusedBeforeAnyMessage) {
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
+}
+
+// Server reflection over the socket, as grpcurl asks: the list of services,
+// then the file of one of them, on one stream.
+TEST_F(UnixGrpcServerTest, ServesReflection) {
+  auto server = UnixGrpcServer::Start(path_, RegistrationRoutes(&service_));
+  ASSERT_TRUE(server.ok()) << server.status();
+  using grpc::reflection::v1alpha::ServerReflection;
+  using grpc::reflection::v1alpha::ServerReflectionRequest;
+  using grpc::reflection::v1alpha::ServerReflectionResponse;
+  auto stub = ServerReflection::NewStub(Channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  ServerReflectionRequest list;
+  list.set_list_services("");
+  ASSERT_TRUE(stream->Write(list));
+  ServerReflectionResponse listed;
+  ASSERT_TRUE(stream->Read(&listed));
+  std::vector<std::string> names;
+  for (const auto& service : listed.list_services_response().service()) {
+    names.push_back(service.name());
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"pluginregistration.Registration", "grpc.health.v1.Health",
+                                      "grpc.reflection.v1alpha.ServerReflection"}));
+  ServerReflectionRequest symbol;
+  symbol.set_file_containing_symbol("pluginregistration.Registration");
+  ASSERT_TRUE(stream->Write(symbol));
+  ServerReflectionResponse file;
+  ASSERT_TRUE(stream->Read(&file));
+  EXPECT_EQ(file.file_descriptor_response().file_descriptor_proto_size(), 1);
+  EXPECT_TRUE(stream->WritesDone());
+  EXPECT_FALSE(stream->Read(&file));
+  grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(base::WaitUntil([&] { return (*server)->InFlight() == 0; }, absl::Seconds(10)))
+      << (*server)->InFlight();
 }
 
 }  // namespace
