@@ -42,14 +42,24 @@ class Tag {
   virtual void Proceed(bool ok) = 0;
 };
 
-// A call object: counted by the engine from its request to its end.
+// A call object: counted by the engine from its request to its end, and as
+// a call in flight from its arrival to its end.
 class CallObject : public Tag {
  public:
   explicit CallObject(Engine* engine);
   ~CallObject() override;
 
  protected:
+  // The call has arrived: it is in flight until this object goes, and the
+  // next call of its kind is asked for.
+  template <typename Self>
+  void Arrived();
+  bool arrived() const { return arrived_; }
+
   Engine* const engine_;
+
+ private:
+  bool arrived_ = false;
 };
 
 // Unary calls asked for ahead, so that a call arriving finds one waiting.
@@ -103,28 +113,26 @@ class Engine {
   Health::AsyncService* health() { return &health_; }
   ServerReflection::AsyncService* reflection() { return &reflection_; }
   const ReflectionIndex& reflection_index() const { return reflection_index_; }
-  void RequestUnary();
-  void RequestReflection();
-  void RequestCheck();
-  void RequestWatch();
+  // Asks for the next call of a kind (a new call object), unless stopping.
+  template <typename Call>
+  void Request() {
+    if (!closing_) new Call(this);
+  }
   // Every call object, from its request to its end (so also the requests
   // still waiting for a call): none may start an operation once the queue
-  // is shut down.
+  // is shut down. Those whose call arrived are the calls in flight.
   void ObjectMade() ABSL_LOCKS_EXCLUDED(calls_mu_) {
     absl::MutexLock lock(&calls_mu_);
     ++objects_;
   }
-  void ObjectGone() ABSL_LOCKS_EXCLUDED(calls_mu_) {
-    absl::MutexLock lock(&calls_mu_);
-    --objects_;
-  }
-  void CallStarted() ABSL_LOCKS_EXCLUDED(calls_mu_) {
+  void CallArrived() ABSL_LOCKS_EXCLUDED(calls_mu_) {
     absl::MutexLock lock(&calls_mu_);
     ++active_;
   }
-  void CallDone() ABSL_LOCKS_EXCLUDED(calls_mu_) {
+  void ObjectGone(bool arrived) ABSL_LOCKS_EXCLUDED(calls_mu_) {
     absl::MutexLock lock(&calls_mu_);
-    --active_;
+    --objects_;
+    if (arrived) --active_;
   }
   // The route of `path`, or null.
   const Route* FindRoute(const std::string& path) const {
@@ -156,11 +164,7 @@ class Engine {
 
   // The services of the routes, then health and reflection.
   static std::vector<std::string> ServiceNames(const Routes& routes) {
-    std::vector<std::string> names;
-    for (const Route& route : routes.routes()) {
-      std::string name = route.path.substr(1, route.path.rfind('/') - 1);
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    }
+    std::vector<std::string> names = routes.services();
     names.push_back(Health::service_full_name());
     names.push_back(ServerReflection::service_full_name());
     return names;
@@ -194,7 +198,14 @@ class Engine {
 namespace engine_internal {
 
 CallObject::CallObject(Engine* engine) : engine_(engine) { engine_->ObjectMade(); }
-CallObject::~CallObject() { engine_->ObjectGone(); }
+CallObject::~CallObject() { engine_->ObjectGone(arrived_); }
+
+template <typename Self>
+void CallObject::Arrived() {
+  arrived_ = true;
+  engine_->CallArrived();
+  engine_->Request<Self>();
+}
 
 // A unary call of any method, as bytes: read the request, run the route,
 // answer.
@@ -211,8 +222,7 @@ class UnaryCall final : public CallObject {
           delete this;
           return;
         }
-        engine_->CallStarted();
-        engine_->RequestUnary();
+        Arrived<UnaryCall>();
         route_ = engine_->FindRoute(context_.method());
         if (route_ == nullptr) {  // answered at once, whatever the client sends
           Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
@@ -230,7 +240,6 @@ class UnaryCall final : public CallObject {
         engine_->Serve(this, *route_);
         return;
       case State::kFinishing:
-        engine_->CallDone();
         delete this;
         return;
     }
@@ -266,14 +275,11 @@ class CheckCall final : public CallObject {
   }
 
   void Proceed(bool ok) override {
-    if (answered_ || !ok) {
-      if (answered_) engine_->CallDone();
+    if (arrived() || !ok) {  // answered, or the server is shutting down
       delete this;
       return;
     }
-    answered_ = true;
-    engine_->CallStarted();
-    engine_->RequestCheck();
+    Arrived<CheckCall>();
     if (!request_.service().empty()) {
       responder_.FinishWithError(grpc::Status(grpc::StatusCode::NOT_FOUND,
                                               "no health status for service " + request_.service()),
@@ -289,7 +295,6 @@ class CheckCall final : public CallObject {
   grpc::ServerContext context_;
   HealthCheckRequest request_;
   grpc::ServerAsyncResponseWriter<HealthCheckResponse> responder_;
-  bool answered_ = false;
 };
 
 // grpc.health.v1.Health/Watch: the overall status, then every change, until
@@ -305,14 +310,12 @@ class WatchCall final : public CallObject {
   }
 
   void Proceed(bool ok) override {
-    if (!started_) {
+    if (!arrived()) {
       if (!ok) {  // never started: the end of the call is not reported either
         delete this;
         return;
       }
-      started_ = true;
-      engine_->CallStarted();
-      engine_->RequestWatch();
+      Arrived<WatchCall>();
       engine_->AddWatch(this);
     } else if (finishing_) {
       finished_ = true;
@@ -369,7 +372,6 @@ class WatchCall final : public CallObject {
   void MaybeDelete() {
     if (!finished_ || !ended_) return;
     engine_->RemoveWatch(this);
-    engine_->CallDone();
     delete this;
   }
 
@@ -378,7 +380,7 @@ class WatchCall final : public CallObject {
   grpc::ServerAsyncWriter<HealthCheckResponse> writer_;
   Done done_;
   int sent_ = -1;  // no status sent yet
-  bool started_ = false, writing_ = false, broken_ = false;
+  bool writing_ = false, broken_ = false;
   bool finishing_ = false, finished_ = false, ended_ = false;
 };
 
@@ -399,8 +401,7 @@ class ReflectionCall final : public CallObject {
           delete this;
           return;
         }
-        engine_->CallStarted();
-        engine_->RequestReflection();
+        Arrived<ReflectionCall>();
         Read();
         return;
       case State::kReading:
@@ -420,7 +421,6 @@ class ReflectionCall final : public CallObject {
         Read();
         return;
       case State::kFinishing:
-        engine_->CallDone();
         delete this;
         return;
     }
@@ -481,28 +481,15 @@ void Engine::Run(std::unique_ptr<grpc::Server> server) {
     absl::MutexLock lock(&health_mu_);
     cq_open_ = true;
   }
-  for (int i = 0; i < kPendingUnaryRequests; ++i) RequestUnary();
-  RequestCheck();
-  RequestWatch();
-  RequestReflection();
+  for (int i = 0; i < kPendingUnaryRequests; ++i) Request<UnaryCall>();
+  Request<engine_internal::CheckCall>();
+  Request<WatchCall>();
+  Request<engine_internal::ReflectionCall>();
   poller_ = std::thread([this] {
     void* tag;
     bool ok;
     while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
   });
-}
-
-void Engine::RequestUnary() {
-  if (!closing_) new UnaryCall(this);
-}
-void Engine::RequestCheck() {
-  if (!closing_) new engine_internal::CheckCall(this);
-}
-void Engine::RequestWatch() {
-  if (!closing_) new WatchCall(this);
-}
-void Engine::RequestReflection() {
-  if (!closing_) new engine_internal::ReflectionCall(this);
 }
 
 void Engine::Serve(UnaryCall* call, const Route& route) {

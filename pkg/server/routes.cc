@@ -2,6 +2,8 @@
 
 #include <google/protobuf/descriptor.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace lustre_csi::server {
@@ -35,6 +37,9 @@ void Routes::Add(const std::string& service, const std::string& method,
     return;
   }
   routes_.push_back(Route{std::move(path), dispatch, std::move(handler)});
+  if (std::find(services_.begin(), services_.end(), service) == services_.end()) {
+    services_.push_back(service);
+  }
 }
 
 }  // namespace lustre_csi::server

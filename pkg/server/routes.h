@@ -74,12 +74,15 @@ class Routes {
   // OK, or what was wrong with the first bad route.
   const absl::Status& status() const { return status_; }
   const std::vector<Route>& routes() const { return routes_; }
+  // The services routed, each once, in the order first routed.
+  const std::vector<std::string>& services() const { return services_; }
 
  private:
   void Add(const std::string& service, const std::string& method, const std::string& request_type,
            const std::string& response_type, Dispatch dispatch, RawUnaryHandler handler);
 
   std::vector<Route> routes_;
+  std::vector<std::string> services_;
   absl::Status status_;
 };
 
