@@ -412,6 +412,11 @@ absl::Status FakeSyscalls::BindBeneath(const std::string& root, const std::strin
   return BindMountWithFlags(*source, target, false, flags);
 }
 
+absl::Status FakeSyscalls::PrepareBinds() {
+  if (!atomic_binds_) return Syscalls::PrepareBinds();
+  return absl::OkStatus();
+}
+
 absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const std::string& target,
                                               bool recursive, unsigned long flags) {
   if (!atomic_binds_) return Syscalls::BindMountWithFlags(source, target, recursive, flags);

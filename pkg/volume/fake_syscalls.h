@@ -79,6 +79,8 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
                                   bool recursive, unsigned long flags) override;
   void SetAtomicBinds(bool on);
+  // OK with SetAtomicBinds(true), else UNIMPLEMENTED.
+  absl::Status PrepareBinds() override;
   // ResolveBeneath, then BindMountWithFlags (so also needs SetAtomicBinds).
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override;

@@ -170,11 +170,13 @@ class Syscalls {
   // `recursive`) on `target` with the per-mount `flags` (MS_RDONLY,
   // MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME, MS_NODIRATIME, MS_RELATIME,
   // MS_STRICTATIME) set before the mount appears at `target`: open_tree(2)
-  // of a detached copy, mount_setattr(2), move_mount(2). Nothing - not even a
-  // crash between the steps - can leave the bind at `target` without the
-  // flags. UNIMPLEMENTED when the kernel lacks these calls (before Linux
-  // 5.12) or the implementation does not offer them; callers then bind and
-  // remount in two mount(2) calls.
+  // of a detached copy, mount_setattr(2), move_mount(2); before Linux 5.12,
+  // a non-recursive bind staged on a private mount, remounted with the
+  // flags there and moved to `target` (linux/staged_bind.h). Nothing - not
+  // even a crash between the steps - can leave the bind at `target` without
+  // the flags. UNIMPLEMENTED when the implementation cannot do that (an old
+  // kernel and a recursive bind, or no staging directory); callers then
+  // bind and remount in two mount(2) calls.
   virtual absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
                                           bool recursive, unsigned long flags) {
     return absl::UnimplementedError("bind mounts with flags in one step are not supported");
@@ -185,13 +187,24 @@ class Syscalls {
   // RESOLVE_NO_XDEV) and bound from that open file (open_tree(2)), so nothing
   // swapped into the path after the check can be bound; the per-mount `flags`
   // (MS_RDONLY, MS_NOSUID, ...) are set, and the copy is made private, before
-  // it is attached (mount_setattr(2), move_mount(2)): it joins no propagation
-  // group of its source, and a shared parent still propagates it as a new
-  // mount. INVALID_ARGUMENT when the path would leave `root`; NOT_FOUND when a
-  // component is missing; UNIMPLEMENTED without the kernel's new mount API.
+  // it is attached (mount_setattr(2), move_mount(2); before Linux 5.12 the
+  // staged bind of the open file's /proc/self/fd path): it joins no
+  // propagation group of its source, and a shared parent still propagates it
+  // as a new mount. INVALID_ARGUMENT when the path would leave `root`;
+  // NOT_FOUND when a component is missing; UNIMPLEMENTED when neither the
+  // kernel's mount API nor a staging directory is there.
   virtual absl::Status BindBeneath(const std::string& root, const std::string& relative,
                                    const std::string& target, unsigned long flags) {
     return absl::UnimplementedError("bind mounts from a resolved file are not supported");
+  }
+
+  // Makes ready what BindBeneath and BindMountWithFlags need on this kernel
+  // and says whether they can work: OK at once with the kernel's mount API;
+  // before Linux 5.12 the private staging mount is made (FAILED_PRECONDITION
+  // with the reason when it cannot be); UNIMPLEMENTED when the
+  // implementation offers neither.
+  virtual absl::Status PrepareBinds() {
+    return absl::UnimplementedError("bind mounts with flags in one step are not supported");
   }
 
   // umount2(2) with MNT_FORCE / MNT_DETACH / UMOUNT_NOFOLLOW flags. A call

@@ -33,6 +33,7 @@ class SyscallsWrapper : public Syscalls {
                            const std::string& target, unsigned long flags) override {
     return target_->BindBeneath(root, relative, target, flags);
   }
+  absl::Status PrepareBinds() override { return target_->PrepareBinds(); }
   absl::Status Unmount(const std::string& target, int flags) override {
     return target_->Unmount(target, flags);
   }

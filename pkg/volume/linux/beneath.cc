@@ -12,6 +12,8 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/kernel_probe.h"
+#include "pkg/volume/linux/walk_beneath.h"
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::volume::os {
@@ -141,6 +143,7 @@ absl::StatusOr<int> OpenParentStrict(const std::string& root, const std::string&
 }
 
 int OpenAt2(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
+  if (!Kernel().openat2) return WalkBeneath(dir_fd, path, flags, mode, resolve);
   open_how how = {};
   how.flags = flags;
   how.mode = mode;
@@ -188,9 +191,12 @@ absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what
   info.gid = stx.stx_gid;
   info.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
   info.ino = stx.stx_ino;
-  info.has_mount_id = (stx.stx_mask & STATX_MNT_ID) != 0;
+  // Both from Linux 5.8 on; without them MountChecker falls back to the
+  // device number, then the mount table.
+  const bool statx_mounts = Kernel().statx_mount_id;
+  info.has_mount_id = statx_mounts && (stx.stx_mask & STATX_MNT_ID) != 0;
   info.mount_id = info.has_mount_id ? stx.stx_mnt_id : 0;
-  info.has_mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0;
+  info.has_mount_root = statx_mounts && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0;
   info.mount_root = info.has_mount_root && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
   info.mtime =
       absl::FromUnixSeconds(stx.stx_mtime.tv_sec) + absl::Nanoseconds(stx.stx_mtime.tv_nsec);

@@ -1,5 +1,6 @@
 // Paths resolved beneath a directory on the real file system, with openat2(2)
-// (glibc has no wrapper; this is the project's one).
+// (glibc has no wrapper; this is the project's one), or on kernels without it
+// with the same resolution walked in user space (walk_beneath.h).
 //
 // ResolveBeneath and OpenPathBeneath stop "..", absolute symlinks and magic
 // links from leaving the root; the *Beneath calls that create, read or change
@@ -32,7 +33,8 @@ inline constexpr uint64_t kResolveStrictlyBeneath =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS;
 
 // openat2(dir_fd, path, {flags, mode, resolve}): a file descriptor, or -1
-// with errno set (ENOSYS before Linux 5.6).
+// with errno set. Before Linux 5.6 (no openat2), the same resolution walked
+// in user space (walk_beneath.h); `resolve` must include RESOLVE_BENEATH.
 int OpenAt2(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve);
 
 // OpenAt2 with kResolveStrictlyBeneath.

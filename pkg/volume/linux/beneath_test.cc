@@ -1,7 +1,10 @@
-// The Linux implementations of the *Beneath calls, on the real file system.
+// The Linux implementations of the *Beneath calls, on the real file system:
+// every case on both paths, openat2(2) and the user-space walk that stands in
+// for it before Linux 5.6; and the two compared call by call.
 #include "pkg/volume/linux/beneath.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -13,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/kernel_probe.h"
+#include "pkg/volume/linux/walk_beneath.h"
 
 namespace lustre_csi::volume::os {
 namespace {
@@ -21,9 +26,16 @@ using std::string_literals::operator""s;
 
 // --- ResolveBeneath (real file system) ---------------------------------------
 
-class ResolveBeneathTest : public testing::Test {
+// The parameter: whether the kernel is taken to lack openat2 (and statx's
+// mount id), so that every call below takes the user-space walk.
+class ResolveBeneathTest : public testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
+    if (GetParam()) {
+      old_kernel_.openat2 = false;
+      old_kernel_.statx_mount_id = false;
+      SetKernelForTesting(&old_kernel_);
+    }
     const char* tmp = std::getenv("TEST_TMPDIR");
     std::string base = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/resolveXXXXXX");
     ASSERT_NE(mkdtemp(base.data()), nullptr);
@@ -42,17 +54,26 @@ class ResolveBeneathTest : public testing::Test {
     Symlink("loop2", root_ + "/loop1");
     Symlink("loop1", root_ + "/loop2");
   }
-  void TearDown() override { ASSERT_EQ(system(("rm -rf '" + base_ + "'").c_str()), 0); }
+  void TearDown() override {
+    SetKernelForTesting(nullptr);
+    ASSERT_EQ(system(("rm -rf '" + base_ + "'").c_str()), 0);
+  }
   static void Mkdir(const std::string& p) { ASSERT_EQ(mkdir(p.c_str(), 0755), 0) << p; }
   static void Symlink(const std::string& target, const std::string& p) {
     ASSERT_EQ(symlink(target.c_str(), p.c_str()), 0) << p;
   }
 
+  KernelInterfaces old_kernel_;
   std::string base_;
   std::string root_;
 };
 
-TEST_F(ResolveBeneathTest, InsideTheRoot) {
+INSTANTIATE_TEST_SUITE_P(Paths, ResolveBeneathTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "UserSpaceWalk" : "Openat2";
+                         });
+
+TEST_P(ResolveBeneathTest, InsideTheRoot) {
   const std::pair<const char*, const char*> cases[] = {
       {"", ""},          {".", ""},        {"a", "/a"},         {"a/b", "/a/b"},
       {"a/rel", "/a/b"}, {"a/up", "/a/b"}, {"a/b/../b", "/a/b"}};
@@ -63,7 +84,7 @@ TEST_F(ResolveBeneathTest, InsideTheRoot) {
   }
 }
 
-TEST_F(ResolveBeneathTest, EscapesAreRefused) {
+TEST_P(ResolveBeneathTest, EscapesAreRefused) {
   for (const char* rel : {"..", "a/../..", "a/out", "abs", "/etc", "loop1", "a/out/x"}) {
     absl::StatusOr<std::string> got = ResolveBeneath(root_, rel);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
@@ -71,19 +92,19 @@ TEST_F(ResolveBeneathTest, EscapesAreRefused) {
   }
 }
 
-TEST_F(ResolveBeneathTest, MissingIsNotFound) {
+TEST_P(ResolveBeneathTest, MissingIsNotFound) {
   EXPECT_EQ(ResolveBeneath(root_, "a/nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(ResolveBeneath(base_ + "/nope", "a").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(ResolveBeneathTest, MagicLinksAreRefused) {
+TEST_P(ResolveBeneathTest, MagicLinksAreRefused) {
   // /proc/self/root is a magic link; RESOLVE_NO_MAGICLINKS refuses it even
   // though it is "beneath" /proc/self.
   absl::StatusOr<std::string> got = ResolveBeneath("/proc/self", "root");
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
 }
 
-TEST_F(ResolveBeneathTest, NulIsRefused) {
+TEST_P(ResolveBeneathTest, NulIsRefused) {
   EXPECT_EQ(ResolveBeneath(root_, "a\0b"s).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -98,7 +119,7 @@ MarkedDirSpec Spec(uint32_t mode = 02751) {
   return spec;
 }
 
-TEST_F(ResolveBeneathTest, StrictCallsCreateReadAndChange) {
+TEST_P(ResolveBeneathTest, StrictCallsCreateReadAndChange) {
   ASSERT_TRUE(MkdirBeneath(root_, "a/new", 0700).ok());
   EXPECT_EQ(MkdirBeneath(root_, "a/new", 0700).code(), absl::StatusCode::kAlreadyExists);
   ASSERT_TRUE(MakeMarkedDirBeneath(root_, "a/new/made", Spec()).ok());
@@ -123,7 +144,7 @@ TEST_F(ResolveBeneathTest, StrictCallsCreateReadAndChange) {
   EXPECT_EQ(ErrnoOf(ReadFileBeneath(root_, "a/fifo", 10).status()), EINVAL);
 }
 
-TEST_F(ResolveBeneathTest, StrictCallsFollowNoSymlinkAtAll) {
+TEST_P(ResolveBeneathTest, StrictCallsFollowNoSymlinkAtAll) {
   // a/rel -> b stays inside the root, yet strict calls refuse it too.
   const absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
   EXPECT_EQ(StatBeneath(root_, "a/rel").status().code(), kInvalid);
@@ -143,7 +164,7 @@ TEST_F(ResolveBeneathTest, StrictCallsFollowNoSymlinkAtAll) {
 
 // A marker that cannot be made (the file system has no inode left for it)
 // leaves no unmarked directory behind.
-TEST_F(ResolveBeneathTest, AFailedMarkerTakesTheDirectoryBack) {
+TEST_P(ResolveBeneathTest, AFailedMarkerTakesTheDirectoryBack) {
   const std::string small = root_ + "/small";
   Mkdir(small);
   // Two inodes: the root of the tmpfs and one more.
@@ -153,6 +174,98 @@ TEST_F(ResolveBeneathTest, AFailedMarkerTakesTheDirectoryBack) {
   struct stat st;
   EXPECT_NE(lstat((small + "/vol").c_str(), &st), 0) << "the unmarked directory stayed";
   EXPECT_EQ(umount(small.c_str()), 0);
+}
+
+// What the walk answers, next to what openat2 answers, for the same call:
+// the same errno, or the same file (device and inode).
+struct Answer {
+  int err = 0;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const Answer& o) const { return err == o.err && dev == o.dev && ino == o.ino; }
+};
+
+std::ostream& operator<<(std::ostream& os, const Answer& a) {
+  return os << (a.err != 0 ? std::string("errno ") + strerror(a.err)
+                           : absl::StrCat("dev ", a.dev, " ino ", a.ino));
+}
+
+Answer AnswerOf(int fd) {
+  Answer a;
+  if (fd < 0) {
+    a.err = errno;
+    return a;
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    a.dev = st.st_dev;
+    a.ino = st.st_ino;
+  } else {
+    a.err = -1;
+  }
+  close(fd);
+  return a;
+}
+
+TEST_P(ResolveBeneathTest, TheWalkAnswersAsOpenat2Does) {
+  if (!ProbeKernel().openat2) GTEST_SKIP() << "this kernel has no openat2 to compare with";
+  if (GetParam()) GTEST_SKIP() << "one comparison is enough";
+  // A mount inside the root, a symlink to it, a file and a fifo.
+  Mkdir(root_ + "/mnt");
+  ASSERT_EQ(mount("tmpfs", (root_ + "/mnt").c_str(), "tmpfs", 0, "size=64k"), 0) << errno;
+  Mkdir(root_ + "/mnt/in");
+  Symlink("mnt/in", root_ + "/tomnt");
+  Symlink("/proc/self/root", root_ + "/magic");
+  ASSERT_EQ(close(open((root_ + "/a/file").c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+  Symlink("file", root_ + "/a/tofile");
+  const char* paths[] = {".",       "a",       "a/b",      "a/rel",    "a/up",
+                         "a/out",   "abs",     "..",       "a/../..",  "a/b/../../a",
+                         "loop1",   "a/nope",  "a/file",   "a/file/x", "a/tofile",
+                         "mnt",     "mnt/in",  "tomnt",    "tomnt/..", "magic",
+                         "a//b/./", "a/out/x", "mnt/../a", "a/rel/..", ""};
+  const uint64_t flag_sets[] = {O_PATH,
+                                O_PATH | O_NOFOLLOW,
+                                O_PATH | O_DIRECTORY,
+                                O_RDONLY,
+                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+                                O_RDONLY | O_NONBLOCK};
+  const uint64_t resolves[] = {RESOLVE_BENEATH, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+                               RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+                               kResolveStrictlyBeneath};
+  int root_fd = open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(root_fd, 0);
+  int compared = 0;
+  for (const char* path : paths) {
+    for (uint64_t flags : flag_sets) {
+      for (uint64_t resolve : resolves) {
+        Answer kernel = AnswerOf(OpenAt2(root_fd, path, flags | O_CLOEXEC, 0, resolve));
+        Answer walk = AnswerOf(WalkBeneath(root_fd, path, flags | O_CLOEXEC, 0, resolve));
+        EXPECT_EQ(walk, kernel) << "\"" << path << "\" flags 0x" << std::hex << flags
+                                << " resolve 0x" << resolve;
+        ++compared;
+      }
+    }
+  }
+  close(root_fd);
+  EXPECT_EQ(compared, 25 * 6 * 4);
+  EXPECT_EQ(umount((root_ + "/mnt").c_str()), 0);
+}
+
+// The mount id the walk and the tree removal use on kernels without statx's
+// (name_to_handle_at, /proc/self/fdinfo) is the one statx reports.
+TEST_P(ResolveBeneathTest, MountIdsWithoutStatxAgree) {
+  if (!ProbeKernel().statx_mount_id) GTEST_SKIP() << "this kernel has no statx mount id";
+  Mkdir(root_ + "/mnt");
+  ASSERT_EQ(mount(root_.c_str(), (root_ + "/mnt").c_str(), nullptr, MS_BIND, nullptr), 0);
+  for (const char* name : {"", "a", "mnt", "mnt/a", "abs"}) {
+    struct statx stx;
+    ASSERT_EQ(
+        statx(AT_FDCWD, (root_ + "/" + name).c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx), 0);
+    int root_fd = open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    EXPECT_EQ(MountIdAt(root_fd, name), static_cast<int64_t>(stx.stx_mnt_id)) << name;
+    close(root_fd);
+  }
+  EXPECT_EQ(umount((root_ + "/mnt").c_str()), 0);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/beneath.h"
 #include "pkg/volume/linux/inotify_dir_watch.h"
+#include "pkg/volume/linux/kernel_probe.h"
+#include "pkg/volume/linux/staged_bind.h"
 #include "pkg/volume/linux/tree.h"
 
 namespace lustre_csi::volume {
@@ -75,8 +77,46 @@ struct mount_attr MountAttrOf(unsigned long flags) {
   return attr;
 }
 
+absl::Status NoMountApi() {
+  return absl::UnimplementedError(
+      "this kernel has no mount_setattr (Linux 5.12) and no staging directory was given for "
+      "bind mounts with flags");
+}
+
+absl::Status CallError(const char* call, const std::string& what) {
+  if (errno == ENOSYS) return absl::UnimplementedError(absl::StrCat(call, ": not supported"));
+  return ErrnoError(errno, absl::StrCat(what, ": ", call));
+}
+
+// Attaches the detached copy `tree` (from open_tree(2), closed here) at
+// `target`, its per-mount `flags` (and private propagation when
+// `make_private`) set first with mount_setattr(2): the copy is complete
+// before it appears anywhere.
+absl::Status AttachCopy(int tree, unsigned long flags, bool recursive, bool make_private,
+                        const std::string& target, const std::string& what) {
+  // Closing the descriptor of a copy never attached dissolves it.
+  absl::Cleanup close_tree = [tree] { close(tree); };
+  struct mount_attr attr = MountAttrOf(flags);
+  if (make_private) attr.propagation = MS_PRIVATE;
+  if ((attr.attr_set != 0 || attr.attr_clr != 0 || attr.propagation != 0) &&
+      mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr,
+                    sizeof(attr)) != 0) {
+    return CallError("mount_setattr", what);
+  }
+  if (move_mount(tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+    return CallError("move_mount", what);
+  }
+  return absl::OkStatus();
+}
+
 class LinuxSyscalls : public Syscalls {
  public:
+  explicit LinuxSyscalls(LinuxSyscallsOptions options) {
+    if (!options.bind_staging_dir.empty()) {
+      staging_ = std::make_unique<os::BindStaging>(options.bind_staging_dir);
+    }
+  }
+
   absl::Status Mount(const std::string& source, const std::string& target,
                      const std::string& fstype, unsigned long flags,
                      const std::string& data) override {
@@ -92,49 +132,39 @@ class LinuxSyscalls : public Syscalls {
                                   bool recursive, unsigned long flags) override {
     const std::string what =
         absl::StrCat("bind mount of ", source, " on ", target, " (flags 0x", absl::Hex(flags), ")");
-    auto fail = [&](const char* call) {
-      if (errno == ENOSYS) return absl::UnimplementedError(absl::StrCat(call, ": not supported"));
-      return ErrnoError(errno, absl::StrCat(what, ": ", call));
-    };
-    unsigned int recursion = recursive ? AT_RECURSIVE : 0;
-    int tree = open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | recursion);
-    if (tree < 0) return fail("open_tree");
-    // Closing the descriptor of a copy never attached dissolves it.
-    absl::Cleanup close_tree = [tree] { close(tree); };
-    struct mount_attr attr = MountAttrOf(flags);
-    if ((attr.attr_set != 0 || attr.attr_clr != 0) &&
-        mount_setattr(tree, "", AT_EMPTY_PATH | recursion, &attr, sizeof(attr)) != 0) {
-      return fail("mount_setattr");
+    if (!os::Kernel().mount_api) {
+      // The staged bind is not recursive: a recursive one is left to the
+      // caller's bind and remount.
+      if (staging_ == nullptr || recursive) return NoMountApi();
+      return staging_->Bind(source, target, flags, /*make_private=*/false);
     }
-    if (move_mount(tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-      return fail("move_mount");
-    }
-    return absl::OkStatus();
+    int tree = open_tree(AT_FDCWD, source.c_str(),
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
+    if (tree < 0) return CallError("open_tree", what);
+    return AttachCopy(tree, flags, recursive, /*make_private=*/false, target, what);
   }
 
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override {
+    if (!os::Kernel().mount_api && staging_ == nullptr) return NoMountApi();
     absl::StatusOr<int> source = os::OpenPathBeneath(root, relative, /*no_xdev=*/true);
     if (!source.ok()) return source.status();
     absl::Cleanup close_source = [fd = *source] { close(fd); };
     const std::string what = absl::StrCat("bind mount of ", relative, " beneath ", root, " on ",
                                           target, " (flags 0x", absl::Hex(flags), ")");
-    auto fail = [&](const char* call) {
-      if (errno == ENOSYS) return absl::UnimplementedError(absl::StrCat(call, ": not supported"));
-      return ErrnoError(errno, absl::StrCat(what, ": ", call));
-    };
+    if (!os::Kernel().mount_api) {
+      return staging_->Bind(absl::StrCat("/proc/self/fd/", *source), target, flags,
+                            /*make_private=*/true);
+    }
     int tree = open_tree(*source, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-    if (tree < 0) return fail("open_tree");
-    absl::Cleanup close_tree = [tree] { close(tree); };
-    struct mount_attr attr = MountAttrOf(flags);
-    attr.propagation = MS_PRIVATE;
-    if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
-      return fail("mount_setattr");
-    }
-    if (move_mount(tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-      return fail("move_mount");
-    }
-    return absl::OkStatus();
+    if (tree < 0) return CallError("open_tree", what);
+    return AttachCopy(tree, flags, /*recursive=*/false, /*make_private=*/true, target, what);
+  }
+
+  absl::Status PrepareBinds() override {
+    if (os::Kernel().mount_api) return absl::OkStatus();
+    if (staging_ == nullptr) return NoMountApi();
+    return staging_->Prepare();
   }
 
   absl::Status Unmount(const std::string& target, int flags) override {
@@ -233,10 +263,15 @@ class LinuxSyscalls : public Syscalls {
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override {
     return os::NewInotifyDirWatch(dir);
   }
+
+ private:
+  std::unique_ptr<os::BindStaging> staging_;  // null: no staged binds
 };
 
 }  // namespace
 
-std::unique_ptr<Syscalls> NewLinuxSyscalls() { return std::make_unique<LinuxSyscalls>(); }
+std::unique_ptr<Syscalls> NewLinuxSyscalls(LinuxSyscallsOptions options) {
+  return std::make_unique<LinuxSyscalls>(std::move(options));
+}
 
 }  // namespace lustre_csi::volume

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,6 +101,23 @@ void ChildEnter(int mount_ns_fd, int status_fd) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// The highest descriptor number a close loop must reach: the soft limit.
+int DescriptorLimit() {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+      rl.rlim_cur > (1 << 20)) {
+    return 1 << 20;
+  }
+  return static_cast<int>(rl.rlim_cur);
+}
+
+// Child side: closes every descriptor from 3 on, with close_range(2), or
+// before Linux 5.9 one close(2) each below `limit` (async-signal-safe).
+void CloseFrom3(int limit) {
+  if (syscall(SYS_close_range, 3, ~0U, 0) == 0) return;
+  for (int fd = 3; fd < limit; ++fd) close(fd);
 }
 
 // Forks with every signal blocked around the fork, so no handler of this
@@ -200,6 +218,7 @@ absl::StatusOr<ChildReply> RunAction(int mount_ns_fd, absl::Duration timeout, si
   Pipe data, status;
   if (absl::Status s = MakePipe(data); !s.ok()) return s;
   if (absl::Status s = MakePipe(status); !s.ok()) return s;
+  const int fd_limit = DescriptorLimit();
   pid_t pid = ForkQuietly();
   if (pid < 0) return ErrnoError(errno, "fork");
   if (pid == 0) {
@@ -208,7 +227,7 @@ absl::StatusOr<ChildReply> RunAction(int mount_ns_fd, absl::Duration timeout, si
     // must not hold other callers' pipes open.
     dup2(data.write, 1);
     dup2(status.write, 2);
-    syscall(SYS_close_range, 3, ~0U, 0);
+    CloseFrom3(fd_limit);
     int err = action(1);
     StatusWord word{kActionDone, err};
     WriteAll(2, &word, sizeof(word));

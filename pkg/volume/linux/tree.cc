@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/beneath.h"
+#include "pkg/volume/linux/kernel_probe.h"
+#include "pkg/volume/linux/walk_beneath.h"
 
 namespace lustre_csi::volume::os {
 namespace {
@@ -43,8 +45,14 @@ class Walker {
     if (statx(fd, "", AT_EMPTY_PATH, kMask, &stx) != 0) {
       return ErrnoError(errno, absl::StrCat("statx ", root_));
     }
-    has_mnt_id_ = (stx.stx_mask & STATX_MNT_ID) != 0;
-    mnt_id_ = stx.stx_mnt_id;
+    has_mnt_id_ = Kernel().statx_mount_id && (stx.stx_mask & STATX_MNT_ID) != 0;
+    if (has_mnt_id_) {
+      mnt_id_ = stx.stx_mnt_id;
+    } else {
+      int64_t id = MountIdAt(fd, "");
+      if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", root_));
+      mnt_id_ = static_cast<uint64_t>(id);
+    }
     dev_ = makedev(stx.stx_dev_major, stx.stx_dev_minor);
     TreeEntry entry;
     FillFromStatx(stx, entry);
@@ -63,13 +71,20 @@ class Walker {
     return absl::OkStatus();
   }
 
-  bool OnOtherMount(const struct statx& stx) const {
-    if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+  // Whether the entry `name` of `dir_fd` (or `dir_fd` itself for ""), of
+  // which `stx` tells, is on another mount than the root. Before Linux 5.8
+  // statx tells no mount id, and a bind mount of the same file system has
+  // the same device: the mount id then comes from MountIdAt.
+  absl::StatusOr<bool> OnOtherMount(const struct statx& stx, int dir_fd, const char* name) const {
+    if (has_mnt_id_ && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
       return true;
     }
     if (has_mnt_id_ && (stx.stx_mask & STATX_MNT_ID)) return stx.stx_mnt_id != mnt_id_;
-    return makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev_;
+    if (makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev_) return true;
+    int64_t id = MountIdAt(dir_fd, name);
+    if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", root_, "/", name));
+    return static_cast<uint64_t>(id) != mnt_id_;
   }
 
   std::string Describe(const TreeEntry& e) const {
@@ -126,7 +141,12 @@ class Walker {
         if (errno == ENOENT) continue;  // removed while we walk
         return ErrnoError(errno, absl::StrCat("statx ", Describe(entry)));
       }
-      if (OnOtherMount(stx)) continue;
+      absl::StatusOr<bool> other = OnOtherMount(stx, dir_fd, name);
+      if (!other.ok()) {
+        if (ErrnoOf(other.status()) == ENOENT) continue;  // removed while we walk
+        return other.status();
+      }
+      if (*other) continue;
       if (absl::Status s = Count(); !s.ok()) return s;
       FillFromStatx(stx, entry);
       if (!S_ISDIR(stx.stx_mode)) {
@@ -149,7 +169,10 @@ class Walker {
         return ErrnoError(errno, absl::StrCat("statx ", Describe(entry)));
       }
       // Something was mounted or swapped in between: leave it alone.
-      if (opened.stx_ino != stx.stx_ino || OnOtherMount(opened)) continue;
+      if (opened.stx_ino != stx.stx_ino) continue;
+      absl::StatusOr<bool> moved = OnOtherMount(opened, child, "");
+      if (!moved.ok()) return moved.status();
+      if (*moved) continue;
       if (absl::Status s = Visit(entry, child, -1, nullptr); !s.ok()) return s;
       if (absl::Status s = WalkDir(child, depth + 1, entry.path); !s.ok()) return s;
     }
@@ -170,10 +193,15 @@ absl::StatusOr<uint64_t> MountId(int dir_fd, const char* name, bool* mount_root,
             STATX_TYPE | STATX_MNT_ID, &stx) != 0) {
     return ErrnoError(errno, absl::StrCat("statx ", name));
   }
-  *mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+  // Both from Linux 5.8 on, like the mount id.
+  *mount_root = Kernel().statx_mount_id && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
                 (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
   *is_dir = S_ISDIR(stx.stx_mode);
-  return stx.stx_mnt_id;
+  if (Kernel().statx_mount_id && (stx.stx_mask & STATX_MNT_ID) != 0) return stx.stx_mnt_id;
+  // Before Linux 5.8 statx has no mount id.
+  int64_t id = MountIdAt(dir_fd, name);
+  if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", name));
+  return static_cast<uint64_t>(id);
 }
 
 // Removes everything inside the open directory `dir_fd` (on mount `mnt_id`).

@@ -1,12 +1,19 @@
 // Runs in a private mount namespace (mount_namespace_main), so the
-// mount-crossing case can make a real mount.
+// mount-crossing case can make a real mount. Every case runs twice: as this
+// kernel is, and as a kernel before 5.8 (no mount id from statx) and 5.6 (no
+// openat2) would have it, where a bind mount of the same file system has the
+// same device and only the fallbacks can tell it apart.
 #include "pkg/volume/linux/tree.h"
 
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <set>
+#include <string>
+
 #include "gtest/gtest.h"
+#include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/test_dir.h"
 
 namespace lustre_csi::volume {
@@ -23,7 +30,25 @@ bool Exists(const std::string& path) {
   return lstat(path.c_str(), &st) == 0;
 }
 
-TEST(RemoveTreeTest, RemovesNestedTreeAndOnlyIt) {
+class RemoveTreeTest : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      old_kernel_.openat2 = false;
+      old_kernel_.statx_mount_id = false;
+      os::SetKernelForTesting(&old_kernel_);
+    }
+  }
+  void TearDown() override { os::SetKernelForTesting(nullptr); }
+  KernelInterfaces old_kernel_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Kernels, RemoveTreeTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Before5_6" : "ThisKernel";
+                         });
+
+TEST_P(RemoveTreeTest, RemovesNestedTreeAndOnlyIt) {
   TestDir dir;
   MakeDir(dir.Sub("fs"));
   MakeDir(dir.Sub("fs/team"));
@@ -38,7 +63,7 @@ TEST(RemoveTreeTest, RemovesNestedTreeAndOnlyIt) {
   EXPECT_TRUE(Exists(dir.Sub("fs/team/sibling")));
 }
 
-TEST(RemoveTreeTest, SymlinksInsideAreRemovedNotFollowed) {
+TEST_P(RemoveTreeTest, SymlinksInsideAreRemovedNotFollowed) {
   TestDir dir;
   MakeDir(dir.Sub("outside"));
   WriteFile(dir.Sub("outside/precious"), "keep");
@@ -51,7 +76,7 @@ TEST(RemoveTreeTest, SymlinksInsideAreRemovedNotFollowed) {
   EXPECT_TRUE(Exists(dir.Sub("outside/precious")));
 }
 
-TEST(RemoveTreeTest, RefusesEscapesAndSymlinkedTargets) {
+TEST_P(RemoveTreeTest, RefusesEscapesAndSymlinkedTargets) {
   TestDir dir;
   MakeDir(dir.Sub("fs"));
   MakeDir(dir.Sub("outside"));
@@ -66,7 +91,7 @@ TEST(RemoveTreeTest, RefusesEscapesAndSymlinkedTargets) {
   EXPECT_EQ(RemoveTreeBeneath(dir.Sub("fs"), "missing").code(), absl::StatusCode::kNotFound);
 }
 
-TEST(RemoveTreeTest, NeverEntersAnotherMount) {
+TEST_P(RemoveTreeTest, NeverEntersAnotherMount) {
   TestDir dir;
   MakeDir(dir.Sub("fs"));
   MakeDir(dir.Sub("fs/vol"));
@@ -92,7 +117,30 @@ TEST(RemoveTreeTest, NeverEntersAnotherMount) {
   EXPECT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
 }
 
-TEST(RemoveTreeTest, DepthIsBounded) {
+// The walk under fsGroup and usage: a bind mount of the same file system
+// inside the tree is not entered, nor are its entries visited.
+TEST_P(RemoveTreeTest, WalkNeverEntersABindMountOfTheSameFileSystem) {
+  TestDir dir;
+  MakeDir(dir.Sub("vol"));
+  MakeDir(dir.Sub("vol/sub"));
+  WriteFile(dir.Sub("vol/sub/mine"), "x");
+  MakeDir(dir.Sub("vol/mnt"));
+  MakeDir(dir.Sub("elsewhere"));
+  WriteFile(dir.Sub("elsewhere/precious"), "keep");
+  ASSERT_EQ(
+      mount(dir.Sub("elsewhere").c_str(), dir.Sub("vol/mnt").c_str(), nullptr, MS_BIND, nullptr),
+      0);
+  std::set<std::string> seen;
+  absl::Status s = os::WalkTree(dir.Sub("vol"), TreeLimits(), [&](const TreeEntry& e) {
+    seen.insert(e.path);
+    return EntryChange();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(seen, (std::set<std::string>{"", "sub", "sub/mine"}));
+  ASSERT_EQ(umount(dir.Sub("vol/mnt").c_str()), 0);
+}
+
+TEST_P(RemoveTreeTest, DepthIsBounded) {
   TestDir dir;
   MakeDir(dir.Sub("fs"));
   std::string path = dir.Sub("fs/vol");

@@ -1,0 +1,25 @@
+// Which of the newer kernel interfaces (pkg/volume/kernel.h) this kernel has,
+// found by calling each one harmlessly and looking for ENOSYS, once per
+// process at first use. Every real implementation in this directory asks
+// Kernel() before it uses one of them and takes its fallback when it is
+// missing. Thread-safe.
+#ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_KERNEL_PROBE_H_
+#define LUSTRE_CSI_PKG_VOLUME_LINUX_KERNEL_PROBE_H_
+
+#include "pkg/volume/kernel.h"
+
+namespace lustre_csi::volume::os {
+
+// What the probe found (or, in tests, what SetKernelForTesting set).
+const KernelInterfaces& Kernel();
+
+// Probes now, without the cache: for tests that compare.
+KernelInterfaces ProbeKernel();
+
+// Tests only: Kernel() answers `k` until called again with nullptr (the
+// probe's answer). `k` must outlive its use.
+void SetKernelForTesting(const KernelInterfaces* k);
+
+}  // namespace lustre_csi::volume::os
+
+#endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_KERNEL_PROBE_H_

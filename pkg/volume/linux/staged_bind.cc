@@ -1,0 +1,152 @@
+#include "pkg/volume/linux/staged_bind.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/walk_beneath.h"
+
+namespace lustre_csi::volume::os {
+namespace {
+
+// The per-mount flags a bind remount sets.
+constexpr unsigned long kPerMountFlags =
+    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME;
+constexpr unsigned long kAtimeFlags = MS_NOATIME | MS_RELATIME | MS_STRICTATIME;
+
+// The MS_* per-mount flags of what statvfs(3) reports (ST_*).
+unsigned long MountFlagsOf(unsigned long st_flags) {
+  constexpr std::pair<unsigned long, unsigned long> kMap[] = {
+      {ST_RDONLY, MS_RDONLY},    {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV},
+      {ST_NOEXEC, MS_NOEXEC},    {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME},
+      {ST_RELATIME, MS_RELATIME}};
+  unsigned long out = 0;
+  for (const auto& [st, ms] : kMap) {
+    if ((st_flags & st) != 0) out |= ms;
+  }
+  return out;
+}
+
+absl::Status MkdirAll(const std::string& path) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoError(errno, absl::StrCat("mkdir ", prefix));
+    }
+    if (slash == std::string::npos) return absl::OkStatus();
+  }
+}
+
+}  // namespace
+
+BindStaging::BindStaging(std::string dir) : dir_(std::move(dir)) {}
+
+absl::Status BindStaging::Prepare() {
+  absl::MutexLock lock(&mu_);
+  auto fail = [&](const absl::Status& s) {
+    prepared_ = false;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the staging directory ", dir_,
+        " for bind mounts (this kernel has no mount_setattr) cannot be prepared: ", s.message()));
+  };
+  if (dir_.empty() || dir_[0] != '/') return fail(absl::InvalidArgumentError("not absolute"));
+  if (absl::Status s = MkdirAll(dir_); !s.ok()) return fail(s);
+  int64_t self = MountIdAt(AT_FDCWD, dir_.c_str());
+  if (self < 0) return fail(ErrnoError(errno, "mount id"));
+  int64_t parent = MountIdAt(AT_FDCWD, (dir_ + "/..").c_str());
+  if (parent < 0) return fail(ErrnoError(errno, "mount id of the parent"));
+  if (self == parent && mount(dir_.c_str(), dir_.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return fail(ErrnoError(errno, "bind onto itself"));
+  }
+  if (mount(nullptr, dir_.c_str(), nullptr, MS_PRIVATE, nullptr) != 0) {
+    return fail(ErrnoError(errno, "make private"));
+  }
+  if (!swept_) {
+    // A crash between a bind and its move leaves it here: detach it.
+    if (DIR* d = opendir(dir_.c_str())) {
+      std::vector<std::string> names;
+      while (dirent* e = readdir(d)) {
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+          names.push_back(e->d_name);
+        }
+      }
+      closedir(d);
+      for (const std::string& name : names) {
+        std::string path = absl::StrCat(dir_, "/", name);
+        umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
+        rmdir(path.c_str());
+      }
+    }
+    swept_ = true;
+  }
+  prepared_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status BindStaging::Bind(const std::string& source, const std::string& target,
+                               unsigned long flags, bool make_private) {
+  bool prepared;
+  {
+    absl::MutexLock lock(&mu_);
+    prepared = prepared_;
+  }
+  if (!prepared) {
+    if (absl::Status s = Prepare(); !s.ok()) return s;
+  }
+  const std::string what =
+      absl::StrCat("bind mount of ", source, " on ", target, " (flags 0x", absl::Hex(flags), ")");
+  const std::string stage = absl::StrCat(dir_, "/", getpid(), "-", next_.fetch_add(1));
+  if (mkdir(stage.c_str(), 0700) != 0) {
+    return ErrnoError(errno, absl::StrCat(what, ": staging point ", stage));
+  }
+  bool mounted = false;
+  absl::Cleanup undo = [&] {
+    if (mounted) umount2(stage.c_str(), MNT_DETACH);
+    rmdir(stage.c_str());
+  };
+  auto fail = [&](const char* step) {
+    return ErrnoError(errno, absl::StrCat(what, ": ", step, " (staged on ", stage, ")"));
+  };
+  if (mount(source.c_str(), stage.c_str(), nullptr, MS_BIND, nullptr) != 0) return fail("bind");
+  mounted = true;
+  if (make_private && mount(nullptr, stage.c_str(), nullptr, MS_PRIVATE, nullptr) != 0) {
+    return fail("make private");
+  }
+  if ((flags & (kPerMountFlags | kAtimeFlags)) != 0) {
+    struct statvfs st;
+    if (statvfs(stage.c_str(), &st) != 0) return fail("statvfs");
+    unsigned long keep = MountFlagsOf(st.f_flag);
+    if ((flags & kAtimeFlags) != 0) keep &= ~kAtimeFlags;
+    unsigned long remount = MS_REMOUNT | MS_BIND | keep | (flags & (kPerMountFlags | kAtimeFlags));
+    if (mount(nullptr, stage.c_str(), nullptr, remount, nullptr) != 0) return fail("bind remount");
+  }
+  // The target as it is now, not through a symlink swapped in later.
+  int target_fd = open(target.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (target_fd < 0) return fail("open target");
+  absl::Cleanup close_target = [target_fd] { close(target_fd); };
+  struct stat st;
+  if (fstat(target_fd, &st) != 0) return fail("stat target");
+  if (S_ISLNK(st.st_mode)) {
+    errno = ELOOP;
+    return fail("target is a symlink");
+  }
+  const std::string target_link = absl::StrCat("/proc/self/fd/", target_fd);
+  if (mount(stage.c_str(), target_link.c_str(), nullptr, MS_MOVE, nullptr) != 0) {
+    return fail("move to the target");
+  }
+  mounted = false;
+  return absl::OkStatus();
+}
+
+}  // namespace lustre_csi::volume::os

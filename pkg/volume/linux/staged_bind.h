@@ -1,0 +1,61 @@
+// Bind mounts whose per-mount flags are set before they appear at their
+// target, on kernels without mount_setattr(2) (before Linux 5.12), where
+// open_tree/mount_setattr/move_mount cannot do it in one step.
+//
+// The bind is made on a staging point inside a private mount of its own (the
+// staging directory bound onto itself, made private: nothing mounted there
+// propagates anywhere), made private itself when asked (it then leaves the
+// source's peer group), given its flags with a bind remount, and only then
+// moved to the target with MS_MOVE. The target never holds the mount without
+// its flags, and when the target's parent is shared every copy propagated
+// from it is made from the finished mount, so it is born with the flags too:
+// the property the new mount API gives. A crash between the steps leaves the
+// mount on the staging point, never at the target; Prepare() detaches what a
+// crash left there.
+//
+// The staging directory must be where this process can create directories;
+// on a node it lives beside the Lustre clients, under --working-mount-dir.
+// Thread-safe.
+#ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_STAGED_BIND_H_
+#define LUSTRE_CSI_PKG_VOLUME_LINUX_STAGED_BIND_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+
+namespace lustre_csi::volume::os {
+
+class BindStaging {
+ public:
+  explicit BindStaging(std::string dir);
+
+  // Creates the staging directory, makes it a private mount of its own (a
+  // bind of itself the first time) and, the first time, takes back what a
+  // crash left in it. Idempotent. FAILED_PRECONDITION with the reason when
+  // the directory or its mount cannot be made.
+  absl::Status Prepare();
+
+  // Binds `source` (a path, or /proc/self/fd/N of an O_PATH descriptor) at
+  // the directory `target` (not a symlink), with the per-mount MS_* `flags`
+  // added to those the source has (as mount_setattr(2) sets them), made
+  // private first when `make_private`. Non-recursive. On failure nothing is
+  // left at the target or on the staging point.
+  absl::Status Bind(const std::string& source, const std::string& target, unsigned long flags,
+                    bool make_private);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  const std::string dir_;
+  absl::Mutex mu_;
+  bool swept_ ABSL_GUARDED_BY(mu_) = false;
+  bool prepared_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<uint64_t> next_{0};
+};
+
+}  // namespace lustre_csi::volume::os
+
+#endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_STAGED_BIND_H_
