@@ -72,6 +72,20 @@ std::string BinaryPath() {
   return base + "/lustre_csi/cmd/lustre-csi/lustre-csi";
 }
 
+std::string EmulatedKernel() {
+  const char* kernel = std::getenv("LUSTRE_CSI_E2E_KERNEL");
+  return kernel != nullptr ? kernel : "";
+}
+
+std::vector<std::string> BinaryCommand() {
+  std::string kernel = EmulatedKernel();
+  if (kernel.empty()) return {BinaryPath()};
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  std::string launcher =
+      std::string(srcdir != nullptr ? srcdir : ".") + "/lustre_csi/e2e/older-kernel";
+  return {launcher, kernel, BinaryPath()};
+}
+
 TempDir::TempDir() {
   char tmpl[] = "/tmp/lustre-csi-e2e.XXXXXX";
   path_ = mkdtemp(tmpl);
@@ -88,6 +102,11 @@ TempDir::~TempDir() {
 }
 
 Subprocess::Subprocess(std::vector<std::string> argv, std::string log_path) {
+  if (!argv.empty() && argv[0] == BinaryPath()) {
+    std::vector<std::string> command = BinaryCommand();
+    argv.erase(argv.begin());
+    argv.insert(argv.begin(), command.begin(), command.end());
+  }
   pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {

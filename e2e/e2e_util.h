@@ -29,6 +29,16 @@ absl::Status EnterPrivateMountNamespace();
 // The runfiles path of the lustre-csi binary under test.
 std::string BinaryPath();
 
+// The older kernel the binary runs as (e2e/older-kernel), from a test's
+// --kernel=VERSION argument (e2e_main sets LUSTRE_CSI_E2E_KERNEL); empty for
+// this machine's own kernel.
+std::string EmulatedKernel();
+
+// What starts the binary: {BinaryPath()}, or under an emulated kernel
+// {<older-kernel>, VERSION, BinaryPath()}. Subprocess puts it in front of an
+// argv that starts with BinaryPath() by itself.
+std::vector<std::string> BinaryCommand();
+
 class TempDir {
  public:
   TempDir();

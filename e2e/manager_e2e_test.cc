@@ -37,7 +37,9 @@ std::string StagingPluginPath() {
 
 // Runs `lustre-csi plugin-manager <args>` and returns its stdout.
 std::string Cli(const std::vector<std::string>& args, int* exit_code) {
-  std::string cmd = BinaryPath() + " plugin-manager";
+  std::string cmd;
+  for (const std::string& part : BinaryCommand()) cmd += "'" + part + "' ";
+  cmd += "plugin-manager";
   for (const std::string& a : args) cmd += " '" + a + "'";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;

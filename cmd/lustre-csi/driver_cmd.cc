@@ -23,6 +23,8 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/version/version.h"
+#include "pkg/volume/kernel.h"
+#include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/linux/linux_mount_namespace.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 
@@ -39,7 +41,8 @@ DEFINE_string(mount_mode, "",
 DEFINE_bool(enable_azurelustre_mock_mount, false, "same as --mount-mode=mock");
 DEFINE_string(local_root, "", "root directory standing in for file systems in local mode");
 DEFINE_string(working_mount_dir, "/tmp",
-              "where the file system root is mounted briefly to create a missing sub-dir; in a "
+              "where the file system root is mounted briefly to create a missing sub-dir, and "
+              "where binds are staged (<dir>/bind-staging) on kernels before 5.12; in a "
               "container it must be the same directory on the host (under a Bidirectional "
               "hostPath such as /var/lib/kubelet)");
 DEFINE_string(mount_namespace, "/proc/1/ns/mnt",
@@ -179,6 +182,19 @@ absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
   return absl::OkStatus();
 }
 
+// Logs which newer kernel interfaces this kernel has (fallbacks take the
+// place of the others) and shows them as lustre_csi_kernel_interface.
+void ReportKernel(server::MetricsRegistry* metrics) {
+  const volume::KernelInterfaces& kernel = volume::os::Kernel();
+  LOG(INFO) << kernel.Describe();
+  server::Gauge* gauge = metrics->AddGauge(
+      "lustre_csi_kernel_interface",
+      "1 when the kernel has the interface, 0 when its fallback is in use", {"interface", "since"});
+  for (const volume::KernelInterfaces::Entry& e : kernel.Entries()) {
+    gauge->Set({e.name, e.since}, e.present ? 1 : 0);
+  }
+}
+
 // What a role needs to reach file systems: the driver's view of the system,
 // where mounts are made, and the backend on top.
 struct Mounting {
@@ -196,7 +212,11 @@ struct Mounting {
 Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
                       bool shared_clients) {
   Mounting m;
-  m.linux = volume::NewLinuxSyscalls();
+  volume::LinuxSyscallsOptions linux_options;
+  // Where binds with flags are staged on kernels before 5.12 (no
+  // mount_setattr): beside the Lustre clients, seen alike by the host.
+  linux_options.bind_staging_dir = absl::StrCat(FLAGS_working_mount_dir, "/bind-staging");
+  m.linux = volume::NewLinuxSyscalls(linux_options);
   absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
   if (mode == "mock") {
     m.backend = driver::NewMockBackend();
@@ -269,6 +289,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
 
   server::BlockTerminationSignals();
   server::MetricsRegistry metrics;
+  ReportKernel(&metrics);
   std::optional<Mounting> mounting;
   if (!mode.empty()) mounting = MakeMounting(mode, &metrics, roles.node);
   driver::MountBackend* backend = mounting.has_value() ? mounting->backend.get() : nullptr;

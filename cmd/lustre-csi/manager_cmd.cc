@@ -25,6 +25,7 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/safe_path.h"
 
@@ -186,6 +187,7 @@ int RunDaemon(cli::Streams streams) {
   }
   LOG(INFO) << "plugin manager on node " << node_name << " serving on " << Endpoint()
             << ", mounts under " << FLAGS_mount_root;
+  LOG(INFO) << volume::os::Kernel().Describe();
 
   int sig = server::WaitForTerminationSignal();
   LOG(INFO) << "received signal " << sig << ", shutting down"

@@ -95,7 +95,20 @@ class SharedClientBackend : public MountBackend {
     options.force = false;  // MNT_FORCE on one bind would abort the shared client
     return options;
   }
-  Readiness CheckReady() override { return clients_->CheckReady(); }
+  Readiness CheckReady() override {
+    Readiness clients = clients_->CheckReady();
+    if (!clients.status.ok()) return clients;
+    // Every publish is a bind with flags set before it is attached: the
+    // kernel's mount API, or (before Linux 5.12) a private staging mount.
+    absl::Status binds = sys_->PrepareBinds();
+    if (!binds.ok()) {
+      return {absl::FailedPreconditionError(absl::StrCat(
+                  "shared Lustre clients cannot bind volumes on this kernel: ", binds.message(),
+                  "; fix that, or use --lustre-client=per-volume")),
+              "bind-mounts"};
+    }
+    return {};
+  }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {
     return internal::EnsureSubDirIn(*this, source);
@@ -277,10 +290,10 @@ class SharedClientBackend : public MountBackend {
       bound = sys_->BindBeneath(root, source.sub_dir, target, flags->flags);
     }
     if (bound.code() == absl::StatusCode::kUnimplemented) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "bind mount of ", source.Spec(), " on ", target,
-          ": this kernel lacks the mount API (open_tree, mount_setattr, move_mount; Linux 5.12) "
-          "that shared Lustre clients need; use --lustre-client=per-volume"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("bind mount of ", source.Spec(), " on ", target, ": ", bound.message(),
+                       "; shared Lustre clients need binds with flags set before they are "
+                       "attached; use --lustre-client=per-volume"));
     }
     return bound;
   }

@@ -118,6 +118,22 @@ TEST_F(SharedClientTest, ManyPublishesOfOneFileSystemShareOneClient) {
   EXPECT_THAT(ns_.Unmounts(), SizeIs(20 + 1));
 }
 
+// A kernel where binds with flags cannot be made (no mount API and no
+// staging mount): not ready, saying why, and every publish refused the same
+// way rather than bound without its flags.
+TEST_F(SharedClientTest, NotReadyWhereBindsWithFlagsCannotBeMade) {
+  EXPECT_TRUE(backend_->CheckReady().status.ok());
+  sys_.SetAtomicBinds(false);
+  Readiness r = backend_->CheckReady();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.reason, "bind-mounts");
+  EXPECT_THAT(r.status.message(), HasSubstr("--lustre-client=per-volume"));
+  absl::Status s = logic_->Publish(Request("/pods/a", "x"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_FALSE(sys_.Exists("/pods/a/x"));
+  EXPECT_EQ(OptionsAt("/pods/a"), "");
+}
+
 TEST_F(SharedClientTest, FileSystemsAndClientOptionsGetTheirOwnClients) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
   ASSERT_TRUE(logic_->Publish(Request("/pods/b", "x", "otherfs")).ok());
@@ -232,12 +248,12 @@ TEST_F(SharedClientTest, SubDirsNeverEscapeTheClientRoot) {
 }
 
 TEST_F(SharedClientTest, FailedBindLeavesNoIdleClient) {
-  sys_.SetAtomicBinds(false);  // a kernel without mount_setattr
+  sys_.SetAtomicBinds(false);  // no mount API and no staging mount
   PublishRequest ro = Request("/pods/a", "x");
   ro.read_only = true;
   absl::Status s = logic_->Publish(ro);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-  EXPECT_THAT(s.message(), HasSubstr("mount_setattr"));
+  EXPECT_THAT(s.message(), HasSubstr("--lustre-client=per-volume"));
   EXPECT_EQ(ClientMounts(), 0);
   EXPECT_FALSE(sys_.Exists("/pods/a"));
 }
