@@ -1,73 +1,24 @@
-// older-kernel VERSION PROGRAM [ARG...]: runs PROGRAM as on an older Linux.
-//
-// Installs a seccomp filter that answers ENOSYS - what a kernel answers for a
-// system call it does not have - for every x86_64 system call numbered above
-// the last one of Linux VERSION, then execs PROGRAM. The filter is inherited
-// by everything PROGRAM starts (the mount helper included). Numbers from the
-// kernel's x86_64 table (arch/x86/entry/syscalls/syscall_64.tbl):
-//   4.18: 334 rseq is the last (333 io_pgetevents and 334 rseq are new in it)
-//   5.4:  435 clone3 (5.3) is the last; 5.4 added none
-//   5.11: 441 epoll_pwait2 is the last; 436 close_range (5.9), 437 openat2
-//         (5.6), 438-440 (5.6-5.10) are there, 442 mount_setattr (5.12) not
-// What it cannot show: calls that exist on both kernels but behave
-// differently (statx's STATX_MNT_ID and STATX_ATTR_MOUNT_ROOT before 5.8,
-// flags a call refuses with EINVAL) - those are emulated in the unit tests
-// through the probe's test hook instead.
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
+// older-kernel VERSION PROGRAM [ARG...]: runs PROGRAM as on an older Linux,
+// behind the seccomp filter of older_kernel_filter.h (system calls newer than
+// that kernel answer ENOSYS, for PROGRAM and everything it starts).
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
-namespace {
-
-struct Table {
-  const char* version;
-  unsigned last;
-};
-
-constexpr Table kTables[] = {{"4.18", 334}, {"5.4", 435}, {"5.11", 441}};
-
-}  // namespace
+#include "e2e/older_kernel_filter.h"
 
 int main(int argc, char** argv) {
-#if !defined(__x86_64__)
-  fprintf(stderr, "older-kernel: only x86_64 system call tables are known\n");
-  return 2;
-#endif
   if (argc < 3) {
     fprintf(stderr, "usage: older-kernel VERSION PROGRAM [ARG...]  (VERSION: 4.18, 5.4, 5.11)\n");
     return 2;
   }
-  const Table* table = nullptr;
-  for (const Table& t : kTables) {
-    if (strcmp(argv[1], t.version) == 0) table = &t;
-  }
-  if (table == nullptr) {
-    fprintf(stderr, "older-kernel: no system call table for Linux %s\n", argv[1]);
+  std::string error = lustre_csi::e2e::InstallOlderKernelFilter(argv[1]);
+  if (!error.empty()) {
+    fprintf(stderr, "older-kernel: %s\n", error.c_str());
     return 2;
-  }
-  struct sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      // Above the table (x32 numbers, with bit 30 set, are above every one).
-      BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, table->last, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  struct sock_fprog prog = {static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])),
-                            filter};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-    fprintf(stderr, "older-kernel: installing the filter: %s\n", strerror(errno));
-    return 1;
   }
   execv(argv[2], argv + 2);
   fprintf(stderr, "older-kernel: exec %s: %s\n", argv[2], strerror(errno));

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -392,6 +393,55 @@ TEST_F(PodTest, OneLustreClientPerFileSystemServesEveryPublish) {
   EXPECT_THAT(MountsUnder(ClientsDir()), IsEmpty()) << container_->Log();
   EXPECT_EQ(MountCalls().size(), 3u) << "unpublishing never mounts";
   std::filesystem::remove(std::string(kFsData) + "/evil");
+}
+
+// The shipped node manifest on the oldest kernels Lustre clients run on: the
+// image's binary behind a seccomp filter that answers ENOSYS for every system
+// call newer than Linux 4.18 (no openat2, no mount API) or 5.11 (openat2, no
+// mount_setattr). Shared clients still serve every publish; a read-only bind
+// reaches the host read-only; nothing is left on the host.
+TEST_F(PodTest, SharedClientsOnOlderKernels) {
+  for (const char* kernel : {"4.18", "5.11"}) {
+    SCOPED_TRACE(absl::StrCat("Linux ", kernel));
+    PodSpec spec = node_spec_;
+    spec.emulated_kernel = kernel;
+    ASSERT_NO_FATAL_FAILURE(StartNode(spec));
+    EXPECT_TRUE(Ready()) << container_->Log();
+    EXPECT_THAT(container_->Log(), HasSubstr("fallbacks in use for "));
+    ASSERT_TRUE(Publish("p1", "team-a").ok()) << container_->Log();
+    const std::string ro = "/var/lib/kubelet/pods/p2/volumes/kubernetes.io~csi/pv1/mount";
+    std::filesystem::create_directories(std::filesystem::path(ro).parent_path());
+    grpc::Status s = PublishAt(ro, "team-a", "lustrefs", {"ro"});
+    ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+    ASSERT_TRUE(WriteFile(Target("p1") + "/f", kernel).ok());
+    EXPECT_EQ(ReadFile(ro + "/f"), kernel);
+    struct statvfs st;
+    ASSERT_EQ(statvfs(ro.c_str(), &st), 0);
+    EXPECT_TRUE(st.f_flag & ST_RDONLY) << "the host's copy of the read-only bind is writable";
+    EXPECT_FALSE(WriteFile(ro + "/g", "x").ok());
+    EXPECT_EQ(MountCalls().size(), 1u) << absl::StrJoin(MountCalls(), "\n");
+    // Hostile sub-dirs are refused by the user-space walk as by openat2.
+    std::filesystem::create_directory_symlink("/etc", std::string(kFsData) + "/evil");
+    const std::string hostile = "/var/lib/kubelet/pods/p3/volumes/kubernetes.io~csi/pv1/mount";
+    std::filesystem::create_directories(std::filesystem::path(hostile).parent_path());
+    for (const char* sub : {"evil", "evil/x", "../../etc"}) {
+      grpc::Status refused = PublishAt(hostile, sub);
+      EXPECT_EQ(refused.error_code(), grpc::INVALID_ARGUMENT)
+          << sub << ": " << refused.error_message();
+      EXPECT_FALSE(IsMountPoint(hostile)) << sub;
+    }
+    std::filesystem::remove(std::string(kFsData) + "/evil");
+    ASSERT_TRUE(Unpublish("p1").ok());
+    ASSERT_TRUE(UnpublishAt(ro).ok());
+    EXPECT_THAT(MountsUnder("/var/lib/kubelet"), IsEmpty()) << container_->Log();
+    EXPECT_THAT(MountsUnder(ClientsDir()), IsEmpty());
+    node_.reset();
+    identity_.reset();
+    EXPECT_EQ(container_->Stop(), 0) << container_->Log();
+    container_.reset();
+    std::filesystem::remove_all("/var/lib/kubelet/pods");
+    std::filesystem::remove("/run/lustre-standin/calls.log");
+  }
 }
 
 // The Nomad node job, run as a Nomad client with the docker driver would run

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "e2e/older_kernel_filter.h"
 
 namespace lustre_csi::e2e {
 namespace {
@@ -129,6 +130,10 @@ std::string SetUpAndExec(const PodSpec& spec, const std::string& rootfs,
   cargv.push_back(nullptr);
   for (std::string& e : env) cenv.push_back(e.data());
   cenv.push_back(nullptr);
+  if (!spec.emulated_kernel.empty()) {
+    std::string filtered = InstallOlderKernelFilter(spec.emulated_kernel.c_str());
+    if (!filtered.empty()) return filtered;
+  }
   execve(cargv[0], cargv.data(), cenv.data());
   return std::string("exec /lustre-csi: ") + strerror(errno);
 }

@@ -53,6 +53,9 @@ struct PodSpec {
   std::map<std::string, std::string> env;
   std::vector<VolumeMount> mounts;
   std::map<std::string, Volume> volumes;
+  // Not of the pod spec: the test's own. When set ("4.18", ...), the
+  // entrypoint runs as on that older kernel (older_kernel_filter.h).
+  std::string emulated_kernel;
 };
 
 // Reads `kind`/`name`'s container `container` from multi-document YAML (as

@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -171,9 +172,13 @@ TEST_F(SharedClientE2eTest, ReadOnlyBindArrivesReadOnlyOnTheHostAndOutsideTheCli
   EXPECT_THAT(MountsBelow(tmp_.Join("pods")), IsEmpty());
   EXPECT_THAT(MountsBelow(tmp_.Join("host")), IsEmpty());
   EXPECT_THAT(MountsUnder(tmp_.Join("work/clients")), IsEmpty()) << "the idle client stayed";
-  // Whatever was staged went on to its target: nothing is left there.
-  for (const std::string& m : MountsUnder(tmp_.Join("work"))) {
-    EXPECT_EQ(m, tmp_.Join("work/bind-staging")) << "left behind: " << m;
+  // Whatever was staged (kernels before 5.12, beside the socket) went on to
+  // its target: nothing is left there, and a staging directory on a mount
+  // that does not propagate needs no mount of its own.
+  EXPECT_THAT(MountsUnder(tmp_.Join("bind-staging")), IsEmpty());
+  if (!EmulatedKernel().empty()) {
+    EXPECT_TRUE(std::filesystem::is_directory(tmp_.Join("bind-staging")));
+    EXPECT_TRUE(std::filesystem::is_empty(tmp_.Join("bind-staging")));
   }
 }
 

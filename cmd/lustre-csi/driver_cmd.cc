@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -31,7 +32,8 @@
 DEFINE_string(endpoint, "",
               "unix socket to serve on: unix:///abs/path.sock or unix://relative.sock. node and "
               "controller: when not given, CSI_ENDPOINT, then unix:///csi/csi.sock; "
-              "plugin-manager: unix:///run/lustre-csi/plugin-manager.sock");
+              "plugin-manager: unix:///run/lustre-csi/plugin-manager.sock. On kernels before "
+              "5.12 the node stages its bind mounts in <socket dir>/bind-staging");
 DEFINE_string(nodeid, "", "this node's id, reported by NodeGetInfo (required for node)");
 DEFINE_string(mount_mode, "",
               "how file systems are reached: lustre (mount -t lustre), mock (target directory "
@@ -41,8 +43,7 @@ DEFINE_string(mount_mode, "",
 DEFINE_bool(enable_azurelustre_mock_mount, false, "same as --mount-mode=mock");
 DEFINE_string(local_root, "", "root directory standing in for file systems in local mode");
 DEFINE_string(working_mount_dir, "/tmp",
-              "where the file system root is mounted briefly to create a missing sub-dir, and "
-              "where binds are staged (<dir>/bind-staging) on kernels before 5.12; in a "
+              "where the file system root is mounted briefly to create a missing sub-dir; in a "
               "container it must be the same directory on the host (under a Bidirectional "
               "hostPath such as /var/lib/kubelet)");
 DEFINE_string(mount_namespace, "/proc/1/ns/mnt",
@@ -210,12 +211,15 @@ struct Mounting {
 // `shared_clients`: whether --lustre-client applies (the node and the
 // monolith); the controller alone mounts a client per operation, briefly.
 Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
-                      bool shared_clients) {
+                      bool shared_clients, const std::string& socket) {
   Mounting m;
   volume::LinuxSyscallsOptions linux_options;
   // Where binds with flags are staged on kernels before 5.12 (no
-  // mount_setattr): beside the Lustre clients, seen alike by the host.
-  linux_options.bind_staging_dir = absl::StrCat(FLAGS_working_mount_dir, "/bind-staging");
+  // mount_setattr): beside the CSI socket, the driver's own directory (in a
+  // container a volume without propagation, so nothing staged is seen
+  // outside).
+  linux_options.bind_staging_dir =
+      (std::filesystem::absolute(socket).parent_path() / "bind-staging").string();
   m.linux = volume::NewLinuxSyscalls(linux_options);
   absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
   if (mode == "mock") {
@@ -291,7 +295,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   server::MetricsRegistry metrics;
   ReportKernel(&metrics);
   std::optional<Mounting> mounting;
-  if (!mode.empty()) mounting = MakeMounting(mode, &metrics, roles.node);
+  if (!mode.empty()) mounting = MakeMounting(mode, &metrics, roles.node, *socket);
   driver::MountBackend* backend = mounting.has_value() ? mounting->backend.get() : nullptr;
   driver::ReadinessMonitor* readiness = mounting.has_value() ? mounting->readiness.get() : nullptr;
   auto ready = [readiness] { return readiness ? readiness->Current() : absl::OkStatus(); };

@@ -13,7 +13,10 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/walk_beneath.h"
 
@@ -36,6 +39,30 @@ unsigned long MountFlagsOf(unsigned long st_flags) {
     if ((st_flags & st) != 0) out |= ms;
   }
   return out;
+}
+
+// Whether the mount with id `mount_id` is shared (a "shared:N" optional field
+// in /proc/self/mountinfo): what is mounted below it then propagates.
+absl::StatusOr<bool> IsShared(int64_t mount_id) {
+  int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "open /proc/self/mountinfo");
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  int err = errno;
+  close(fd);
+  if (n < 0) return ErrnoError(err, "read /proc/self/mountinfo");
+  const std::string id = absl::StrCat(mount_id);
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+    if (f.size() < 7 || f[0] != id) continue;
+    for (size_t i = 6; i < f.size() && f[i] != "-"; ++i) {
+      if (absl::StartsWith(f[i], "shared:")) return true;
+    }
+    return false;
+  }
+  return absl::NotFoundError(absl::StrCat("mount ", mount_id, " is not in /proc/self/mountinfo"));
 }
 
 absl::Status MkdirAll(const std::string& path) {
@@ -66,11 +93,28 @@ absl::Status BindStaging::Prepare() {
   if (self < 0) return fail(ErrnoError(errno, "mount id"));
   int64_t parent = MountIdAt(AT_FDCWD, (dir_ + "/..").c_str());
   if (parent < 0) return fail(ErrnoError(errno, "mount id of the parent"));
-  if (self == parent && mount(dir_.c_str(), dir_.c_str(), nullptr, MS_BIND, nullptr) != 0) {
-    return fail(ErrnoError(errno, "bind onto itself"));
-  }
-  if (mount(nullptr, dir_.c_str(), nullptr, MS_PRIVATE, nullptr) != 0) {
-    return fail(ErrnoError(errno, "make private"));
+  if (self != parent) {
+    // A mount of its own already (an earlier start's): keep it private.
+    if (mount(nullptr, dir_.c_str(), nullptr, MS_PRIVATE, nullptr) != 0) {
+      return fail(ErrnoError(errno, "make private"));
+    }
+  } else {
+    // On a shared mount, what is staged would propagate (and could not be
+    // moved away): give the directory a private mount of its own. On a
+    // private or slave mount (a container's socket directory) it needs none,
+    // and nothing new appears in anyone's mount table.
+    absl::StatusOr<bool> shared = IsShared(self);
+    if (!shared.ok()) return fail(shared.status());
+    if (*shared) {
+      if (mount(dir_.c_str(), dir_.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+        return fail(ErrnoError(errno, "bind onto itself"));
+      }
+      if (mount(nullptr, dir_.c_str(), nullptr, MS_PRIVATE, nullptr) != 0) {
+        int err = errno;
+        umount2(dir_.c_str(), MNT_DETACH);
+        return fail(ErrnoError(err, "make private"));
+      }
+    }
   }
   if (!swept_) {
     // A crash between a bind and its move leaves it here: detach it.

@@ -2,9 +2,10 @@
 // target, on kernels without mount_setattr(2) (before Linux 5.12), where
 // open_tree/mount_setattr/move_mount cannot do it in one step.
 //
-// The bind is made on a staging point inside a private mount of its own (the
-// staging directory bound onto itself, made private: nothing mounted there
-// propagates anywhere), made private itself when asked (it then leaves the
+// The bind is made on a staging point in a directory whose mount does not
+// propagate (a private or slave mount as it is - a container's socket
+// directory - or else the directory bound onto itself and made private), made
+// private itself when asked (it then leaves the
 // source's peer group), given its flags with a bind remount, and only then
 // moved to the target with MS_MOVE. The target never holds the mount without
 // its flags, and when the target's parent is shared every copy propagated
@@ -14,8 +15,7 @@
 // crash left there.
 //
 // The staging directory must be where this process can create directories;
-// on a node it lives beside the Lustre clients, under --working-mount-dir.
-// Thread-safe.
+// a node uses one beside its CSI socket. Thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_STAGED_BIND_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_STAGED_BIND_H_
 
@@ -32,9 +32,9 @@ class BindStaging {
  public:
   explicit BindStaging(std::string dir);
 
-  // Creates the staging directory, makes it a private mount of its own (a
-  // bind of itself the first time) and, the first time, takes back what a
-  // crash left in it. Idempotent. FAILED_PRECONDITION with the reason when
+  // Creates the staging directory; when its mount is shared, makes it a
+  // private mount of its own (a bind of itself); and, the first time, takes
+  // back what a crash left in it. Idempotent. FAILED_PRECONDITION with the reason when
   // the directory or its mount cannot be made.
   absl::Status Prepare();
 

@@ -191,11 +191,45 @@ TEST(BindStagingTest, PrepareTakesBackWhatACrashLeft) {
   ASSERT_TRUE(second.Prepare().ok());
   EXPECT_TRUE(MountsAt(dir.Sub("staging/123-0")).empty());
   EXPECT_TRUE(Entries(dir.Sub("staging")).empty());
-  // The staging directory is one private mount, not two stacked.
-  std::vector<MountLine> staging = MountsAt(dir.Sub("staging"));
-  ASSERT_EQ(staging.size(), 1u);
-  EXPECT_TRUE(staging[0].shared.empty());
-  EXPECT_EQ(umount(dir.Sub("staging").c_str()), 0);
+  // On a private mount the directory needs no mount of its own.
+  EXPECT_TRUE(MountsAt(dir.Sub("staging")).empty());
+}
+
+// On a shared mount (a host's /var/lib/kubelet) the staging directory gets a
+// private mount of its own, once however often it is prepared, so nothing
+// staged propagates and a staged bind can still be moved out.
+TEST(BindStagingTest, OnASharedMountTheDirectoryBecomesOnePrivateMount) {
+  TestDir dir;
+  MakeDir(dir.Sub("kubelet"));
+  MakeDir(dir.Sub("peer"));
+  ASSERT_EQ(
+      mount(dir.Sub("kubelet").c_str(), dir.Sub("kubelet").c_str(), nullptr, MS_BIND, nullptr), 0);
+  ASSERT_EQ(mount(nullptr, dir.Sub("kubelet").c_str(), nullptr, MS_SHARED, nullptr), 0);
+  ASSERT_EQ(mount(dir.Sub("kubelet").c_str(), dir.Sub("peer").c_str(), nullptr, MS_BIND, nullptr),
+            0);
+  MakeDir(dir.Sub("kubelet/src"));
+  WriteFile(dir.Sub("kubelet/src/f"), "x");
+  MakeDir(dir.Sub("kubelet/target"));
+  for (int i = 0; i < 2; ++i) {
+    os::BindStaging staging(dir.Sub("kubelet/plugin/bind-staging"));
+    ASSERT_TRUE(staging.Prepare().ok());
+    ASSERT_TRUE(staging.Prepare().ok());
+  }
+  std::vector<MountLine> mounts = MountsAt(dir.Sub("kubelet/plugin/bind-staging"));
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_TRUE(mounts[0].shared.empty());
+  os::BindStaging staging(dir.Sub("kubelet/plugin/bind-staging"));
+  absl::Status s = staging.Bind(dir.Sub("kubelet/src"), dir.Sub("kubelet/target"), MS_RDONLY,
+                                /*make_private=*/true);
+  ASSERT_TRUE(s.ok()) << s;
+  // The bind reached the target and its peer, read-only, and nothing staged
+  // is left.
+  EXPECT_TRUE(FlagsOf(dir.Sub("peer/target")) & ST_RDONLY);
+  EXPECT_TRUE(Entries(dir.Sub("kubelet/plugin/bind-staging")).empty());
+  for (const char* m : {"peer/target", "kubelet/target", "kubelet/plugin/bind-staging",
+                        "peer/plugin/bind-staging", "peer", "kubelet"}) {
+    umount2(dir.Sub(m).c_str(), MNT_DETACH);
+  }
 }
 
 TEST(BindStagingTest, NoStagingDirectoryOnAnOldKernelIsUnimplemented) {
