@@ -15,7 +15,9 @@ bazel build "$target" 2>/dev/null
 main_bin=$(bazel info bazel-bin 2>/dev/null)/$rel
 
 # 1. Static.
-file -L "$main_bin" | tee /dev/stderr | grep -q "statically linked" || fail "file does not say statically linked"
+described=$(file -L "$main_bin")
+echo "$described" >&2
+grep -q "statically linked" <<<"$described" || fail "file does not say statically linked"
 if readelf -d "$main_bin" | grep -q "Dynamic section"; then fail "binary has a dynamic section"; fi
 if readelf -l "$main_bin" | grep -q "INTERP"; then fail "binary asks for an interpreter"; fi
 root=$(mktemp -d)

@@ -26,11 +26,12 @@ struct KernelInterfaces {
   // its output, then waitpid.
   bool pidfd_open = true;
   // close_range(2) (5.9): a child closes every inherited descriptor at once.
-  // Without it: close(2) up to the descriptor limit.
+  // Without it: close(2) of each, up to above the highest one open.
   bool close_range = true;
-  // statx(2)'s STATX_MNT_ID (5.8): a path's mount id in one call. Without
-  // it: the mount id from /proc/self/fdinfo where a walk must know it, and
-  // the device number (then the mount table) in mount-point checks.
+  // statx(2)'s STATX_MNT_ID and STATX_ATTR_MOUNT_ROOT (5.8): a path's mount
+  // id in one call. Without them: the mount id from name_to_handle_at(2)
+  // (or /proc/self/fdinfo) where a walk must know it, and the device number
+  // (then the mount table) in mount-point checks.
   bool statx_mount_id = true;
 
   struct Entry {

@@ -12,10 +12,11 @@
 namespace lustre_csi::volume::os {
 namespace {
 
-// Whether a call the kernel lacks answered: ENOSYS is the only answer an
-// absent system call gives (a seccomp filter emulating an older kernel gives
-// it too).
-bool Exists(long result) { return result >= 0 || errno != ENOSYS; }
+// Whether the call is there to use. An absent system call answers ENOSYS (a
+// seccomp filter emulating an older kernel too); a seccomp profile that
+// blocks a call it does not know answers EPERM, which none of the probes
+// below can get otherwise: either way the fallback is taken.
+bool Exists(long result) { return result >= 0 || (errno != ENOSYS && errno != EPERM); }
 
 std::atomic<const KernelInterfaces*> g_override{nullptr};
 

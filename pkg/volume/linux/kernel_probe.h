@@ -1,8 +1,10 @@
 // Which of the newer kernel interfaces (pkg/volume/kernel.h) this kernel has,
-// found by calling each one harmlessly and looking for ENOSYS, once per
-// process at first use. Every real implementation in this directory asks
-// Kernel() before it uses one of them and takes its fallback when it is
-// missing. Thread-safe.
+// found by calling each one harmlessly and looking for ENOSYS (or EPERM from
+// a seccomp profile), once per process at first use. The real
+// implementations in this directory ask Kernel() before they use one of
+// them and take its fallback when it is missing; close_range (in a forked
+// child, which may not run the probe) and pidfd_open are tried directly and
+// fall back on any error. Thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_KERNEL_PROBE_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_KERNEL_PROBE_H_
 

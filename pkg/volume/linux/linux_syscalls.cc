@@ -136,7 +136,8 @@ class LinuxSyscalls : public Syscalls {
       // The staged bind is not recursive: a recursive one is left to the
       // caller's bind and remount.
       if (staging_ == nullptr || recursive) return NoMountApi();
-      return staging_->Bind(source, target, flags, /*make_private=*/false);
+      return staging_->Bind(source, target, flags, /*make_private=*/false,
+                            /*keep_source_flags=*/true);
     }
     int tree = open_tree(AT_FDCWD, source.c_str(),
                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
@@ -153,8 +154,11 @@ class LinuxSyscalls : public Syscalls {
     const std::string what = absl::StrCat("bind mount of ", relative, " beneath ", root, " on ",
                                           target, " (flags 0x", absl::Hex(flags), ")");
     if (!os::Kernel().mount_api) {
+      // The roots bound from are client mounts this driver made with
+      // client-wide options only: no per-mount flags of their own to keep,
+      // and no statfs to ask a Lustre server for them.
       return staging_->Bind(absl::StrCat("/proc/self/fd/", *source), target, flags,
-                            /*make_private=*/true);
+                            /*make_private=*/true, /*keep_source_flags=*/false);
     }
     int tree = open_tree(*source, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
     if (tree < 0) return CallError("open_tree", what);

@@ -17,8 +17,9 @@ namespace lustre_csi::volume {
 
 struct LinuxSyscallsOptions {
   // Where BindBeneath and BindMountWithFlags stage their binds on kernels
-  // without mount_setattr (before Linux 5.12); made a private mount of its
-  // own at first use. Empty: such binds are UNIMPLEMENTED there.
+  // without mount_setattr (before Linux 5.12); created at first use, and
+  // made a private mount of its own there when its mount is shared
+  // (staged_bind.h). Empty: such binds are UNIMPLEMENTED there.
   std::string bind_staging_dir;
 };
 

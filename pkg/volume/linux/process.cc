@@ -1,5 +1,6 @@
 #include "pkg/volume/linux/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/cleanup/cleanup.h"
@@ -21,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/kernel_probe.h"
 
 extern char** environ;
 
@@ -103,21 +106,33 @@ void ChildEnter(int mount_ns_fd, int status_fd) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-// The highest descriptor number a close loop must reach: the soft limit.
-int DescriptorLimit() {
+// Where a child's close loop stops on a kernel without close_range(2):
+// above the highest descriptor open now, with room for the few other
+// threads may open before the fork (new descriptors take the lowest free
+// numbers), and never above the soft limit. 0 where close_range exists.
+int CloseLoopEnd() {
+  if (os::Kernel().close_range) return 0;
   struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-      rl.rlim_cur > (1 << 20)) {
-    return 1 << 20;
+  int limit = 1 << 20;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur < static_cast<rlim_t>(limit)) {
+    limit = static_cast<int>(rl.rlim_cur);
   }
-  return static_cast<int>(rl.rlim_cur);
+  int highest = 2;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) highest = std::max(highest, std::atoi(e->d_name));
+    closedir(d);
+  } else {
+    return limit;
+  }
+  return std::min(limit, highest + 1 + 1024);
 }
 
 // Child side: closes every descriptor from 3 on, with close_range(2), or
-// before Linux 5.9 one close(2) each below `limit` (async-signal-safe).
-void CloseFrom3(int limit) {
+// before Linux 5.9 one close(2) each below `end` (async-signal-safe).
+void CloseFrom3(int end) {
   if (syscall(SYS_close_range, 3, ~0U, 0) == 0) return;
-  for (int fd = 3; fd < limit; ++fd) close(fd);
+  for (int fd = 3; fd < end; ++fd) close(fd);
 }
 
 // Forks with every signal blocked around the fork, so no handler of this
@@ -218,7 +233,7 @@ absl::StatusOr<ChildReply> RunAction(int mount_ns_fd, absl::Duration timeout, si
   Pipe data, status;
   if (absl::Status s = MakePipe(data); !s.ok()) return s;
   if (absl::Status s = MakePipe(status); !s.ok()) return s;
-  const int fd_limit = DescriptorLimit();
+  const int close_end = CloseLoopEnd();
   pid_t pid = ForkQuietly();
   if (pid < 0) return ErrnoError(errno, "fork");
   if (pid == 0) {
@@ -227,7 +242,7 @@ absl::StatusOr<ChildReply> RunAction(int mount_ns_fd, absl::Duration timeout, si
     // must not hold other callers' pipes open.
     dup2(data.write, 1);
     dup2(status.write, 2);
-    CloseFrom3(fd_limit);
+    CloseFrom3(close_end);
     int err = action(1);
     StatusWord word{kActionDone, err};
     WriteAll(2, &word, sizeof(word));

@@ -2,18 +2,22 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -27,6 +31,7 @@ namespace {
 constexpr unsigned long kPerMountFlags =
     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME;
 constexpr unsigned long kAtimeFlags = MS_NOATIME | MS_RELATIME | MS_STRICTATIME;
+constexpr char kOwnerSuffix[] = ".owner";
 
 // The MS_* per-mount flags of what statvfs(3) reports (ST_*).
 unsigned long MountFlagsOf(unsigned long st_flags) {
@@ -116,30 +121,73 @@ absl::Status BindStaging::Prepare() {
       }
     }
   }
-  if (!swept_) {
-    // A crash between a bind and its move leaves it here: detach it.
-    if (DIR* d = opendir(dir_.c_str())) {
-      std::vector<std::string> names;
-      while (dirent* e = readdir(d)) {
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-          names.push_back(e->d_name);
-        }
-      }
-      closedir(d);
-      for (const std::string& name : names) {
-        std::string path = absl::StrCat(dir_, "/", name);
-        umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
-        rmdir(path.c_str());
-      }
+  if (owner_fd_ < 0) {
+    // This process's mark: its staging points are named <token>-<n>, and
+    // <token>.owner stays locked while it lives, so another process sharing
+    // the directory (a second node pod during an update) never takes them.
+    unsigned char random[8];
+    if (getrandom(random, sizeof(random), 0) != static_cast<ssize_t>(sizeof(random))) {
+      return fail(ErrnoError(errno, "getrandom"));
     }
-    swept_ = true;
+    token_ = absl::BytesToHexString(
+        absl::string_view(reinterpret_cast<const char*>(random), sizeof(random)));
+    const std::string owner = absl::StrCat(dir_, "/", token_, kOwnerSuffix);
+    int fd = open(owner.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return fail(ErrnoError(errno, absl::StrCat("create ", owner)));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      close(fd);
+      unlink(owner.c_str());
+      return fail(ErrnoError(err, absl::StrCat("lock ", owner)));
+    }
+    owner_fd_ = fd;
+    SweepDeadOwners();
   }
   prepared_ = true;
   return absl::OkStatus();
 }
 
+BindStaging::~BindStaging() {
+  if (owner_fd_ >= 0) {
+    unlink(absl::StrCat(dir_, "/", token_, kOwnerSuffix).c_str());
+    close(owner_fd_);
+  }
+}
+
+void BindStaging::SweepDeadOwners() {
+  DIR* d = opendir(dir_.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      names.push_back(e->d_name);
+    }
+  }
+  closedir(d);
+  // Live owners: a lock someone holds.
+  std::set<std::string> live = {token_};
+  for (const std::string& name : names) {
+    if (!absl::EndsWith(name, kOwnerSuffix) || absl::StartsWith(name, token_)) continue;
+    std::string owner = absl::StrCat(dir_, "/", name);
+    int fd = open(owner.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (held) live.insert(name.substr(0, name.size() - std::strlen(kOwnerSuffix)));
+    close(fd);
+  }
+  // A process that died between a bind and its move left it here: detach
+  // it. Everything not of a live owner goes.
+  for (const std::string& name : names) {
+    std::string token = name.substr(0, name.find_first_of("-."));
+    if (live.count(token) > 0) continue;
+    std::string path = absl::StrCat(dir_, "/", name);
+    umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
+    if (rmdir(path.c_str()) != 0) unlink(path.c_str());
+  }
+}
+
 absl::Status BindStaging::Bind(const std::string& source, const std::string& target,
-                               unsigned long flags, bool make_private) {
+                               unsigned long flags, bool make_private, bool keep_source_flags) {
   bool prepared;
   {
     absl::MutexLock lock(&mu_);
@@ -150,14 +198,23 @@ absl::Status BindStaging::Bind(const std::string& source, const std::string& tar
   }
   const std::string what =
       absl::StrCat("bind mount of ", source, " on ", target, " (flags 0x", absl::Hex(flags), ")");
-  const std::string stage = absl::StrCat(dir_, "/", getpid(), "-", next_.fetch_add(1));
-  if (mkdir(stage.c_str(), 0700) != 0) {
-    return ErrnoError(errno, absl::StrCat(what, ": staging point ", stage));
-  }
+  // A directory is staged on a directory, anything else on a file.
+  struct stat source_st;
+  if (stat(source.c_str(), &source_st) != 0) return ErrnoError(errno, absl::StrCat(what, ": stat"));
+  const bool dir = S_ISDIR(source_st.st_mode);
+  const std::string stage = absl::StrCat(dir_, "/", token_, "-", next_.fetch_add(1));
+  int made = dir ? mkdir(stage.c_str(), 0700)
+                 : open(stage.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (made < 0) return ErrnoError(errno, absl::StrCat(what, ": staging point ", stage));
+  if (!dir) close(made);
   bool mounted = false;
   absl::Cleanup undo = [&] {
     if (mounted) umount2(stage.c_str(), MNT_DETACH);
-    rmdir(stage.c_str());
+    if (dir) {
+      rmdir(stage.c_str());
+    } else {
+      unlink(stage.c_str());
+    }
   };
   auto fail = [&](const char* step) {
     return ErrnoError(errno, absl::StrCat(what, ": ", step, " (staged on ", stage, ")"));
@@ -168,10 +225,13 @@ absl::Status BindStaging::Bind(const std::string& source, const std::string& tar
     return fail("make private");
   }
   if ((flags & (kPerMountFlags | kAtimeFlags)) != 0) {
-    struct statvfs st;
-    if (statvfs(stage.c_str(), &st) != 0) return fail("statvfs");
-    unsigned long keep = MountFlagsOf(st.f_flag);
-    if ((flags & kAtimeFlags) != 0) keep &= ~kAtimeFlags;
+    unsigned long keep = 0;
+    if (keep_source_flags) {
+      struct statvfs st;
+      if (statvfs(stage.c_str(), &st) != 0) return fail("statvfs");
+      keep = MountFlagsOf(st.f_flag);
+      if ((flags & kAtimeFlags) != 0) keep &= ~kAtimeFlags;
+    }
     unsigned long remount = MS_REMOUNT | MS_BIND | keep | (flags & (kPerMountFlags | kAtimeFlags));
     if (mount(nullptr, stage.c_str(), nullptr, remount, nullptr) != 0) return fail("bind remount");
   }

@@ -32,27 +32,38 @@ class BindStaging {
  public:
   explicit BindStaging(std::string dir);
 
+  ~BindStaging();  // releases this process's mark
+
   // Creates the staging directory; when its mount is shared, makes it a
-  // private mount of its own (a bind of itself); and, the first time, takes
-  // back what a crash left in it. Idempotent. FAILED_PRECONDITION with the reason when
-  // the directory or its mount cannot be made.
+  // private mount of its own (a bind of itself); and, the first time,
+  // marks it as this process's (a locked <token>.owner file) and takes back
+  // what processes that died left in it (their staging points, detached),
+  // never what a live one has there. Idempotent. FAILED_PRECONDITION with the
+  // reason when the directory or its mount cannot be made.
   absl::Status Prepare();
 
-  // Binds `source` (a path, or /proc/self/fd/N of an O_PATH descriptor) at
-  // the directory `target` (not a symlink), with the per-mount MS_* `flags`
-  // added to those the source has (as mount_setattr(2) sets them), made
-  // private first when `make_private`. Non-recursive. On failure nothing is
-  // left at the target or on the staging point.
+  // Binds `source` (a path, or /proc/self/fd/N of an O_PATH descriptor; a
+  // directory or a file) at `target` (not a symlink), with the per-mount MS_*
+  // `flags`, made private first when `make_private`. With
+  // `keep_source_flags` the source mount's own per-mount flags are kept (as
+  // mount_setattr(2) adds to them; read with statvfs, which on a network
+  // file system asks its servers); without, the bind has exactly `flags` -
+  // the same where the source has none of its own, as a Lustre client root
+  // this driver mounted with client-wide options only. Non-recursive. On
+  // failure nothing is left at the target or on the staging point.
   absl::Status Bind(const std::string& source, const std::string& target, unsigned long flags,
-                    bool make_private);
+                    bool make_private, bool keep_source_flags);
 
   const std::string& dir() const { return dir_; }
 
  private:
   const std::string dir_;
   absl::Mutex mu_;
-  bool swept_ ABSL_GUARDED_BY(mu_) = false;
+  void SweepDeadOwners() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   bool prepared_ ABSL_GUARDED_BY(mu_) = false;
+  int owner_fd_ ABSL_GUARDED_BY(mu_) = -1;  // the locked <token>.owner
+  std::string token_;                       // set once, before any Bind
   std::atomic<uint64_t> next_{0};
 };
 

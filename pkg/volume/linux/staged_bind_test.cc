@@ -53,13 +53,26 @@ unsigned long FlagsOf(const std::string& path) {
   return st.f_flag;
 }
 
+// The names in `dir`; StagingPoints leaves out the owner marks.
 std::vector<std::string> Entries(const std::string& dir) {
   std::vector<std::string> out;
   std::string cmd = "ls -A '" + dir + "'";
   FILE* p = popen(cmd.c_str(), "r");
   char buf[512];
-  while (p != nullptr && fgets(buf, sizeof(buf), p) != nullptr) out.push_back(buf);
+  while (p != nullptr && fgets(buf, sizeof(buf), p) != nullptr) {
+    std::string name = buf;
+    if (!name.empty() && name.back() == '\n') name.pop_back();
+    out.push_back(name);
+  }
   if (p != nullptr) pclose(p);
+  return out;
+}
+
+std::vector<std::string> StagingPoints(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const std::string& name : Entries(dir)) {
+    if (name.find(".owner") == std::string::npos) out.push_back(name);
+  }
   return out;
 }
 
@@ -125,7 +138,7 @@ TEST_P(BindWithFlagsTest, BindBeneathArrivesReadOnlyEverywhereAndPrivate) {
     EXPECT_TRUE(flags & ST_RDONLY) << view;
     EXPECT_TRUE(flags & ST_NOSUID) << view;
   }
-  EXPECT_NE(open(dir_.Sub("pods/target/new").c_str(), O_CREAT | O_WRONLY, 0600), 0);
+  EXPECT_EQ(open(dir_.Sub("pods/target/new").c_str(), O_CREAT | O_WRONLY, 0600), -1);
   EXPECT_EQ(errno, EROFS);
   // Not in the client's peer group: a mount under the client would not
   // reach the target.
@@ -137,7 +150,7 @@ TEST_P(BindWithFlagsTest, BindBeneathArrivesReadOnlyEverywhereAndPrivate) {
   EXPECT_NE(target[0].shared, client[0].shared);
   // Nothing left on the staging point.
   if (GetParam()) {
-    EXPECT_TRUE(Entries(dir_.Sub("work/staging")).empty());
+    EXPECT_TRUE(StagingPoints(dir_.Sub("work/staging")).empty());
   }
 }
 
@@ -157,7 +170,7 @@ TEST_P(BindWithFlagsTest, EscapesAndSymlinksAreRefusedAndLeaveNothing) {
   // A missing target fails and leaves nothing staged.
   EXPECT_FALSE(sys_->BindBeneath(dir_.Sub("client"), "vol", dir_.Sub("pods/none"), kMsRdonly).ok());
   if (GetParam()) {
-    EXPECT_TRUE(Entries(dir_.Sub("work/staging")).empty());
+    EXPECT_TRUE(StagingPoints(dir_.Sub("work/staging")).empty());
   }
 }
 
@@ -190,7 +203,7 @@ TEST(BindStagingTest, PrepareTakesBackWhatACrashLeft) {
   os::BindStaging second(dir.Sub("staging"));
   ASSERT_TRUE(second.Prepare().ok());
   EXPECT_TRUE(MountsAt(dir.Sub("staging/123-0")).empty());
-  EXPECT_TRUE(Entries(dir.Sub("staging")).empty());
+  EXPECT_TRUE(StagingPoints(dir.Sub("staging")).empty());
   // On a private mount the directory needs no mount of its own.
   EXPECT_TRUE(MountsAt(dir.Sub("staging")).empty());
 }
@@ -220,16 +233,66 @@ TEST(BindStagingTest, OnASharedMountTheDirectoryBecomesOnePrivateMount) {
   EXPECT_TRUE(mounts[0].shared.empty());
   os::BindStaging staging(dir.Sub("kubelet/plugin/bind-staging"));
   absl::Status s = staging.Bind(dir.Sub("kubelet/src"), dir.Sub("kubelet/target"), MS_RDONLY,
-                                /*make_private=*/true);
+                                /*make_private=*/true, /*keep_source_flags=*/false);
   ASSERT_TRUE(s.ok()) << s;
   // The bind reached the target and its peer, read-only, and nothing staged
   // is left.
   EXPECT_TRUE(FlagsOf(dir.Sub("peer/target")) & ST_RDONLY);
-  EXPECT_TRUE(Entries(dir.Sub("kubelet/plugin/bind-staging")).empty());
+  EXPECT_TRUE(StagingPoints(dir.Sub("kubelet/plugin/bind-staging")).empty());
   for (const char* m : {"peer/target", "kubelet/target", "kubelet/plugin/bind-staging",
                         "peer/plugin/bind-staging", "peer", "kubelet"}) {
     umount2(dir.Sub(m).c_str(), MNT_DETACH);
   }
+}
+
+// Two processes sharing one staging directory (two node pods during an
+// update): the second one's sweep takes back only what a dead one left.
+TEST(BindStagingTest, ASweepNeverTakesALiveProcesssStagingPoints) {
+  TestDir dir;
+  MakeDir(dir.Sub("src"));
+  os::BindStaging live(dir.Sub("staging"));
+  ASSERT_TRUE(live.Prepare().ok());
+  std::vector<std::string> owners = Entries(dir.Sub("staging"));
+  ASSERT_EQ(owners.size(), 1u);
+  const std::string token = owners[0].substr(0, owners[0].find('.'));
+  // A staging point of the live one, mid-bind, and one of a dead process.
+  for (const std::string& name : {token + "-7", std::string("deadbeef-3")}) {
+    MakeDir(dir.Sub("staging/" + name));
+    ASSERT_EQ(mount(dir.Sub("src").c_str(), dir.Sub("staging/" + name).c_str(), nullptr, MS_BIND,
+                    nullptr),
+              0);
+  }
+  WriteFile(dir.Sub("staging/deadbeef.owner"), "");
+  os::BindStaging newcomer(dir.Sub("staging"));
+  ASSERT_TRUE(newcomer.Prepare().ok());
+  EXPECT_EQ(MountsAt(dir.Sub("staging/" + token + "-7")).size(), 1u) << "a live bind was taken";
+  EXPECT_TRUE(MountsAt(dir.Sub("staging/deadbeef-3")).empty());
+  struct stat st;
+  EXPECT_NE(lstat(dir.Sub("staging/deadbeef-3").c_str(), &st), 0);
+  EXPECT_NE(lstat(dir.Sub("staging/deadbeef.owner").c_str(), &st), 0);
+  EXPECT_EQ(lstat(dir.Sub("staging/" + token + ".owner").c_str(), &st), 0);
+  EXPECT_EQ(umount(dir.Sub("staging/" + token + "-7").c_str()), 0);
+}
+
+// A file is staged on a file.
+TEST(BindStagingTest, FilesAreBoundToo) {
+  TestDir dir;
+  WriteFile(dir.Sub("src"), "content");
+  WriteFile(dir.Sub("target"), "");
+  os::BindStaging staging(dir.Sub("staging"));
+  absl::Status s = staging.Bind(dir.Sub("src"), dir.Sub("target"), MS_RDONLY,
+                                /*make_private=*/false, /*keep_source_flags=*/true);
+  ASSERT_TRUE(s.ok()) << s;
+  {
+    std::ifstream in(dir.Sub("target"));
+    std::string content;
+    in >> content;
+    EXPECT_EQ(content, "content");
+  }
+  EXPECT_TRUE(FlagsOf(dir.Sub("target")) & ST_RDONLY);
+  EXPECT_EQ(umount(dir.Sub("target").c_str()), 0);
+  std::vector<std::string> left = Entries(dir.Sub("staging"));
+  EXPECT_EQ(left.size(), 1u) << "only the owner mark stays";
 }
 
 TEST(BindStagingTest, NoStagingDirectoryOnAnOldKernelIsUnimplemented) {

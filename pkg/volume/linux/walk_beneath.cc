@@ -125,6 +125,10 @@ int WalkBeneath(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uin
       (flags & O_TMPFILE) == O_TMPFILE) {
     return Fail(EINVAL);
   }
+  // As openat2 checks its arguments: O_PATH takes only these flags, and a
+  // mode only comes with O_CREAT.
+  constexpr uint64_t kPathFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  if (((flags & O_PATH) != 0 && (flags & ~kPathFlags) != 0) || mode != 0) return Fail(EINVAL);
   if (*path == '\0') return Fail(ENOENT);
   if (*path == '/') return Fail(EXDEV);
 
@@ -138,6 +142,8 @@ int WalkBeneath(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uin
   if ((resolve & RESOLVE_NO_XDEV) != 0 && (root_mount = MountIdAt(start, "")) < 0) return -1;
 
   std::vector<std::string> first = Components(path);
+  // A trailing slash asks for a directory, through a final symlink too.
+  if (path[std::strlen(path) - 1] == '/') first.push_back(".");
   std::deque<std::string> todo(first.begin(), first.end());
   mode_t top_type = S_IFDIR;
   int links = 0;

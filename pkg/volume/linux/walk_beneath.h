@@ -12,14 +12,14 @@
 //   absolute one is EXDEV and a relative one is walked in its place, at most
 //   40 in all (ELOOP);
 // - under RESOLVE_NO_XDEV every step must stay on the starting directory's
-//   mount (its mount id: statx's STATX_MNT_ID, or /proc/self/fdinfo), EXDEV
-//   otherwise;
+//   mount (its mount id: MountIdAt below), EXDEV otherwise;
 // - after every step the descriptor's path (/proc/self/fd) must still be
 //   beneath the starting directory's, so a directory moved out of it while
 //   the walk holds it is EXDEV rather than a way out.
 // The last component is opened like the others; without O_PATH the result is
 // then reopened through /proc/self/fd with the caller's flags (O_CREAT is not
-// offered: EINVAL). O_NOFOLLOW stops at a final symlink as openat2 does.
+// offered: EINVAL). O_NOFOLLOW stops at a final symlink as openat2 does, and
+// a trailing slash asks for a directory as it does.
 // Stateless and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_WALK_BENEATH_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_WALK_BENEATH_H_
