@@ -171,6 +171,21 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
     LOG(INFO) << "delete of volume " << volume_id << ": not an id of ours, nothing to do";
     return absl::OkStatus();
   }
+  if (id->created_file_system) {
+    // The Go driver's dynamic provisioning created an Azure Managed Lustre
+    // cluster named after the volume: an OK here would leave it running, and
+    // paid for, with nothing left pointing at it.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "volume ", volume_id,
+        " is an Azure Managed Lustre cluster that dynamic provisioning "
+        "created (cluster ",
+        id->name, ", resource group ",
+        id->resource_group.empty() ? "<the cluster's>" : id->resource_group,
+        "); this driver does not delete clusters, so nothing was deleted: delete the cluster (for "
+        "example az amlfs delete --name ",
+        id->name, " --resource-group ", id->resource_group.empty() ? "<group>" : id->resource_group,
+        "), then the PersistentVolume with reclaim policy Retain"));
+  }
   ScopedVolumeLock lock(&name_locks_, id->name);
   if (!lock.ok()) {
     return absl::AbortedError(

@@ -225,6 +225,21 @@ TEST(ControllerLogicTest, DeleteIsIdempotent) {
   EXPECT_EQ(logic.Delete("").code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A volume the Go driver's dynamic provisioning made is a whole Azure
+// Managed Lustre cluster: deleting it must not answer OK and leave the
+// cluster running.
+TEST(ControllerLogicTest, DeleteOfAProvisionedClusterIsRefusedSayingWhatIsLeft) {
+  ControllerLogic logic;
+  absl::Status s = logic.Delete("pvc-5#lustrefs#10.1.0.5##t#my-rg");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("cluster pvc-5"));
+  EXPECT_THAT(s.message(), HasSubstr("resource group my-rg"));
+  EXPECT_THAT(s.message(), HasSubstr("nothing was deleted"));
+  // A repeat answers the same.
+  EXPECT_EQ(logic.Delete("pvc-5#lustrefs#10.1.0.5##t#my-rg").code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(ControllerLogicTest, CheckExists) {
   ControllerLogic logic;
   absl::StatusOr<CreatedVolume> v = logic.Create(Args());

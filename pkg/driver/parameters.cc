@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "pkg/driver/volume_id.h"
 
 namespace lustre_csi::driver {
@@ -26,6 +27,21 @@ constexpr TemplateVar kTemplateVars[] = {
     {"pod.metadata.uid", kPodUid},   {"serviceAccount.metadata.name", kServiceAccountName},
     {"pvc.metadata.name", kPvcName}, {"pvc.metadata.namespace", kPvcNamespace},
     {"pv.metadata.name", kPvName},
+};
+
+constexpr const char* kAzureProvisioningKeys[] = {
+    "resource-group-name",
+    "location",
+    "vnet-resource-group",
+    "vnet-name",
+    "subnet-name",
+    "maintenance-day-of-week",
+    "maintenance-time-of-day-utc",
+    "sku-name",
+    "zone",
+    "zones",
+    "tags",
+    "identities",
 };
 
 bool IsKubernetesKey(absl::string_view key) {
@@ -103,6 +119,13 @@ absl::StatusOr<bool> ParseBoolParam(absl::string_view key, absl::string_view val
 
 }  // namespace
 
+bool IsAzureProvisioningKey(absl::string_view lower_key) {
+  for (const char* k : kAzureProvisioningKeys) {
+    if (lower_key == k) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::string>& params) {
   LustreParams out;
   std::vector<std::string> unknown;
@@ -113,10 +136,18 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
     } else if (k == kParamFsName) {
       out.fs_name = value;
     } else if (k == kParamSubDir) {
-      out.sub_dir = value;
+      // "/team/a/" is "team/a", as the Go driver trims it.
+      absl::string_view sub_dir = value;
+      while (absl::ConsumePrefix(&sub_dir, "/")) {
+      }
+      while (absl::ConsumeSuffix(&sub_dir, "/")) {
+      }
+      out.sub_dir = std::string(sub_dir);
       out.sub_dir_given = true;
     } else if (k == kParamCreatedByDynamicProvisioning) {
       // Written by CreateVolume into the context; carries nothing for us.
+    } else if (IsAzureProvisioningKey(k)) {
+      out.azure_keys.push_back(k);
     } else if (k == kParamCreateSubDir) {
       absl::StatusOr<bool> b = ParseBoolParam(key, value);
       if (!b.ok()) return b.status();
@@ -148,12 +179,18 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
         ", ", kParamFsName, ", ", kParamSubDir, ", ", kParamCreateSubDir, ", ", kParamSubDirMode,
         ", ", kParamSubDirUid, ", ", kParamSubDirGid, ", ", kParamSubDirOnDelete));
   }
+  if (out.mgs_address.empty() && !out.azure_keys.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kParamMgsIpAddress,
+                     " must be provided: this driver mounts existing Lustre file systems "
+                     "and does not create Azure Managed Lustre clusters (",
+                     absl::StrJoin(out.azure_keys, ", "),
+                     " ask for one); create the cluster first and name its MGS"));
+  }
   if (absl::Status s = ValidateMgsAddress(out.mgs_address); !s.ok()) return s;
   if (absl::Status s = RefuseOptionLike(kParamFsName, out.fs_name); !s.ok()) return s;
   if (absl::Status s = RefuseOptionLike(kParamSubDir, out.sub_dir); !s.ok()) return s;
-  if (out.fs_name.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(kParamFsName, " must be provided"));
-  }
+  if (out.fs_name.empty()) out.fs_name = kDefaultFsName;
   if (absl::Status s = ValidateFsName(out.fs_name); !s.ok()) return s;
   return out;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -22,6 +23,9 @@ inline constexpr char kParamMgsIpAddress[] = "mgs-ip-address";
 inline constexpr char kParamFsName[] = "fs-name";
 inline constexpr char kParamSubDir[] = "sub-dir";
 inline constexpr char kParamCreatedByDynamicProvisioning[] = "created-by-dynamic-provisioning";
+// The file system a volume without fs-name mounts, as the Go driver always
+// does.
+inline constexpr char kDefaultFsName[] = "lustrefs";
 // Sub-dir provisioning: CreateVolume creates the sub-dir, DeleteVolume
 // removes ("delete") or keeps ("retain", the default) it.
 inline constexpr char kParamCreateSubDir[] = "create-sub-dir";
@@ -48,17 +52,30 @@ struct SubDirProvisioning {
   bool delete_on_delete = false;
 };
 
+// The Go driver's keys for creating an Azure Managed Lustre cluster
+// (dynamic provisioning), which it also writes into the volume context of
+// what it created. Accepted and ignored: this driver mounts existing file
+// systems only.
+bool IsAzureProvisioningKey(absl::string_view lower_key);
+
 struct LustreParams {
   std::string mgs_address;
-  std::string fs_name;
-  std::string sub_dir;         // as given: may hold ${...} templates
+  std::string fs_name;         // kDefaultFsName when not given
+  std::string sub_dir;         // as given without leading and trailing '/'; may hold ${...}
   bool sub_dir_given = false;  // the sub-dir key was present (even if empty)
   // The Kubernetes-reserved keys, with their original spelling.
   std::map<std::string, std::string> kubernetes;
+  // The Go driver's Azure provisioning keys that were given (lower case).
+  std::vector<std::string> azure_keys;
   SubDirProvisioning provisioning;
 };
 
-// Parses `params`; mgs-ip-address and fs-name are required. Validates the
+// Parses `params` as the Go driver reads them: mgs-ip-address is required,
+// fs-name defaults to "lustrefs", sub-dir loses its leading and trailing '/'
+// (the Go driver's trim; what is left is still checked by FillSubDir), the
+// Go driver's Azure provisioning keys are accepted and ignored (an
+// mgs-ip-address missing beside them says that clusters are not created
+// here). Validates the
 // MGS address (an IP or host, or a NID list such as "10.0.0.4@tcp" or
 // "a@o2ib:b@o2ib"; no empty element and none starting with '-') and the
 // fs-name (1 to 8 of [A-Za-z0-9_-], Lustre's limit, not starting with '-');

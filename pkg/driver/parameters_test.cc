@@ -29,11 +29,67 @@ TEST(ParseLustreParamsTest, KubernetesKeysAreKeptOthersNamed) {
   EXPECT_EQ(p->kubernetes.at(kPvcName), "data");
 
   auto bad = ParseLustreParams(
-      {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "fs"}, {"skuname", "x"}, {"zone", "1"}});
+      {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "fs"}, {"skuname", "x"}, {"zonez", "1"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("skuname"));
-  EXPECT_THAT(bad.status().message(), HasSubstr("zone"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("zonez"));
+}
+
+// Volume contexts as the Go driver's examples and provisioner write them.
+TEST(ParseLustreParamsTest, WhatTheGoDriverAcceptsIsAccepted) {
+  struct Case {
+    std::map<std::string, std::string> context;
+    std::string fs_name, sub_dir;
+  };
+  const Case cases[] = {
+      {{{"mgs-ip-address", "10.0.0.4"}}, "lustrefs", ""},
+      {{{"MGS-IP-ADDRESS", "10.0.0.4"}, {"Sub-Dir", "/abc"}}, "lustrefs", "abc"},
+      {{{"mgs-ip-address", "10.0.0.4"}, {"sub-dir", "//team/a//"}}, "lustrefs", "team/a"},
+      {{{"mgs-ip-address", "10.0.0.4"}, {"sub-dir", "/${pvc.metadata.name}/"}},
+       "lustrefs",
+       "${pvc.metadata.name}"},
+      // What the Go driver's dynamic provisioning writes into a PV.
+      {{{"mgs-ip-address", "10.1.0.5"},
+        {"created-by-dynamic-provisioning", "t"},
+        {"resource-group-name", "rg"},
+        {"sku-name", "AMLFS-Durable-Premium-125"},
+        {"zone", "1"},
+        {"zones", "1"},
+        {"maintenance-day-of-week", "Sunday"},
+        {"maintenance-time-of-day-utc", "22:00"},
+        {"location", "eastus"},
+        {"vnet-name", "v"},
+        {"vnet-resource-group", "vrg"},
+        {"subnet-name", "s"},
+        {"tags", "a=b"},
+        {"identities", "/subscriptions/x"}},
+       "lustrefs",
+       ""},
+      // fs-name is honoured where given.
+      {{{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "other"}}, "other", ""},
+  };
+  for (const Case& c : cases) {
+    auto p = ParseLustreParams(c.context);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->fs_name, c.fs_name);
+    EXPECT_EQ(p->sub_dir, c.sub_dir);
+  }
+  // The trim keeps the escape checks: what is left must still stay inside.
+  auto up = ParseLustreParams({{"mgs-ip-address", "10.0.0.4"}, {"sub-dir", "/../etc/"}});
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(FillSubDir(up->sub_dir, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ParseLustreParamsTest, AClusterToCreateIsRefusedSayingSo) {
+  auto p = ParseLustreParams({{"sku-name", "AMLFS-Durable-Premium-40"},
+                              {"zone", "1"},
+                              {"maintenance-day-of-week", "Monday"},
+                              {"maintenance-time-of-day-utc", "01:00"}});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), HasSubstr("does not create Azure Managed Lustre clusters"));
+  EXPECT_THAT(p.status().message(), HasSubstr("sku-name"));
 }
 
 TEST(ParseLustreParamsTest, SubDirProvisioning) {
@@ -70,7 +126,6 @@ INSTANTIATE_TEST_SUITE_P(
     Table, BadParamsTest,
     testing::Values(
         BadParams{{{"fs-name", "fs"}}, "mgs-ip-address must be provided"},
-        BadParams{{{"mgs-ip-address", "10.0.0.4"}}, "fs-name must be provided"},
         BadParams{{{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "toolongname"}}, "1 to 8"},
         BadParams{{{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "a/b"}}, "1 to 8"},
         BadParams{{{"mgs-ip-address", "10.0.0.4:/other"}, {"fs-name", "fs"}}, "character"},

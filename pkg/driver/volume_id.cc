@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace lustre_csi::driver {
 
@@ -21,6 +22,9 @@ absl::StatusOr<VolumeId> ParseVolumeId(absl::string_view id) {
                      " '#'-separated fields; want "
                      "<name>#<fs-name>#<mgs-ip-address>[#<sub-dir>[#<t|f>[#<rg>]]]"));
   }
+  // The Go driver ignores the fs-name field (it always mounts "lustrefs"):
+  // an empty one means that file system here.
+  if (fields[1].empty()) fields[1] = "lustrefs";
   const char* kNames[] = {"name", "fs-name", "mgs-ip-address"};
   for (int i = 0; i < 3; ++i) {
     if (fields[i].empty()) {
@@ -32,7 +36,15 @@ absl::StatusOr<VolumeId> ParseVolumeId(absl::string_view id) {
   out.name = fields[0];
   out.fs_name = fields[1];
   out.mgs_address = fields[2];
-  if (fields.size() > 3) out.sub_dir = fields[3];
+  if (fields.size() > 3) {
+    // Leading and trailing '/' go, as the Go driver trims them.
+    absl::string_view sub_dir = fields[3];
+    while (absl::ConsumePrefix(&sub_dir, "/")) {
+    }
+    while (absl::ConsumeSuffix(&sub_dir, "/")) {
+    }
+    out.sub_dir = std::string(sub_dir);
+  }
   if (fields.size() > 4) {
     if (fields[4] == "t") {
       out.created_file_system = true;

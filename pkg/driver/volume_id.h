@@ -31,7 +31,9 @@ struct VolumeId {
 };
 
 // INVALID_ARGUMENT unless the id has 3 to 6 '#'-separated fields with a
-// non-empty name, fs-name and MGS address and a 5th field of "t", "f" or "".
+// non-empty name and MGS address and a 5th field of "t", "f" or "". As the
+// Go driver reads its ids: an empty fs-name field is "lustrefs", and the
+// sub-dir field loses its leading and trailing '/'.
 absl::StatusOr<VolumeId> ParseVolumeId(absl::string_view id);
 
 // Always writes 5 fields, and the 6th only when a resource group is set.

@@ -33,8 +33,15 @@ INSTANTIATE_TEST_SUITE_P(
         IdCase{"pvc-1#fs1#10.0.0.4###", true, {"pvc-1", "fs1", "10.0.0.4", "", false, ""}},
         IdCase{"pvc-1#fs1", false, {}}, IdCase{"just-a-handle", false, {}}, IdCase{"", false, {}},
         IdCase{"a#b#c#d#f#rg#extra", false, {}}, IdCase{"#fs#mgs", false, {}},
-        IdCase{"n##mgs", false, {}}, IdCase{"n#fs#", false, {}},
-        IdCase{"n#fs#mgs#d#yes", false, {}}));
+        // As the Go driver reads its ids: an empty fs-name field is
+        // "lustrefs", slashes around the sub-dir go.
+        IdCase{"n##mgs", true, {"n", "lustrefs", "mgs", "", false, ""}},
+        IdCase{"pvc-1#lustrefs#10.0.0.4#/team/a/#f",
+               true,
+               {"pvc-1", "lustrefs", "10.0.0.4", "team/a", false, ""}},
+        IdCase{
+            "pvc-1##10.0.0.4#//x//#t#rg", true, {"pvc-1", "lustrefs", "10.0.0.4", "x", true, "rg"}},
+        IdCase{"n#fs#", false, {}}, IdCase{"n#fs#mgs#d#yes", false, {}}));
 
 TEST(FormatVolumeIdTest, RoundTrips) {
   VolumeId id{"pvc-1", "lustrefs", "10.0.0.4", "team/a", false, ""};
