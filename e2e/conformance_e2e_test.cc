@@ -443,6 +443,25 @@ TEST_F(ConformanceE2eTest, GoDriverCommandLineRunsTheMonolith) {
   grpc::Status deleted_status = go.controller->DeleteVolume(&del_ctx, del, &deleted);
   EXPECT_TRUE(deleted_status.ok()) << deleted_status.error_message();
 
+  // The Go driver's controller Deployment: its exact arguments, no --nodeid.
+  // Identity and Controller are served; Node is not.
+  Plugin controller;
+  ASSERT_NO_FATAL_FAILURE(
+      Start(&controller, "go-controller", {"-v=5", "--enable-azurelustre-mock-dyn-prov=false"}));
+  EXPECT_TRUE(HasControllerService(controller));
+  csi::v1::CreateVolumeResponse created_here;
+  grpc::ClientContext create_here_ctx;
+  create.set_name("pvc-go-controller");
+  grpc::Status created_status =
+      controller.controller->CreateVolume(&create_here_ctx, create, &created_here);
+  ASSERT_TRUE(created_status.ok()) << created_status.error_message();
+  csi::v1::NodeGetInfoResponse no_node;
+  grpc::ClientContext no_node_ctx;
+  EXPECT_EQ(controller.node->NodeGetInfo(&no_node_ctx, {}, &no_node).error_code(),
+            grpc::UNIMPLEMENTED);
+  EXPECT_THAT(ReadFile(tmp_.Join("go-controller.log")),
+              HasSubstr("serving Identity and Controller only"));
+
   // What this driver does not offer is refused, with exit code 2.
   Subprocess refused({BinaryPath(), "--nodeid=n", "--status-controller-only=true",
                       "--endpoint=unix://" + tmp_.Join("refused.sock")},

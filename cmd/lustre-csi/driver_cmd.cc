@@ -386,6 +386,12 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
                 << " accepted for the Go driver's command line and ignored";
     }
   }
+  if (FLAGS_nodeid.empty()) {
+    // The Go driver's controller Deployment runs it so: no node to serve.
+    LOG(INFO) << "monolith without --nodeid: serving Identity and Controller only, as the Go "
+                 "driver's controller Deployment runs it";
+    return RunDriver({"monolith", false, true}, args, streams);
+  }
   return RunDriver({"monolith", true, true}, args, streams);
 }
 
@@ -422,12 +428,13 @@ cli::Subcommand MonolithSubcommand() {
   cli::Subcommand sub;
   sub.name = "monolith";
   sub.summary = "serve CSI Identity + Controller + Node on one unix socket";
-  sub.usage = "--nodeid=<id> [flags]";
+  sub.usage = "[--nodeid=<id>] [flags]";
   sub.description =
       "The node and the controller in one process on one endpoint, as the Go Azure Lustre\n"
       "driver serves them and as Nomad runs a monolith plugin: GetPluginCapabilities says\n"
       "CONTROLLER_SERVICE, so single-endpoint COs and conformance suites can create, publish\n"
-      "and delete through one socket. The mount mode (default lustre) serves both.\n"
+      "and delete through one socket. The mount mode (default lustre) serves both. Without\n"
+      "--nodeid (the Go driver's controller Deployment) it serves Identity and Controller only.\n"
       "\n"
       "A command line without a subcommand runs this, so the Go driver's invocation\n"
       "(lustre-csi -v=5 --endpoint=... --nodeid=... [--drivername=...]) works unchanged.\n"
