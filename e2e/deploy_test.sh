@@ -106,7 +106,9 @@ common_facts() {
 CSIDriver named $name :: obj("CSIDriver", "$name").spec.attachRequired === false
 node and controller in $ns :: obj("DaemonSet", "lustre-csi-node").metadata.namespace === "$ns" && obj("Deployment", "lustre-csi-controller").metadata.namespace === "$ns"
 service accounts in $ns :: obj("ServiceAccount", "lustre-csi-node").metadata.namespace === "$ns" && obj("ServiceAccount", "lustre-csi-controller").metadata.namespace === "$ns"
-provisioner binding names the controller's account in $ns :: obj("ClusterRoleBinding", "lustre-csi-provisioner").subjects.some(s => s.name === "lustre-csi-controller" && s.namespace === "$ns")
+provisioner binding names the controller's account in $ns :: docs.some(d => d.kind === "ClusterRoleBinding" && d.subjects.some(s => s.name === "lustre-csi-controller" && s.namespace === "$ns"))
+controller runs as lustre-csi-controller :: obj("Deployment", "lustre-csi-controller").spec.template.spec.serviceAccountName === "lustre-csi-controller"
+every sidecar is granted what its release documents (sidecar-rbac.yaml) :: sidecarRbac("$repo/deploy/kubernetes/sidecar-rbac.yaml")
 controller --drivername=$name :: flag(obj("Deployment", "lustre-csi-controller"), "lustre-csi", "drivername") === "$name"
 node --drivername=$name :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "drivername") === "$name"
 # The node: host mount namespace, privileged, nothing from the host's /sbin.
@@ -151,7 +153,10 @@ EOF
 }
 
 example_facts() {
-  local file=$1
+  local file=$1 base=$2
+  q "$file" <<EOF || return 1
+no cluster-wide name shared with the base (a second install must not take the first's) :: ((shared) => shared.length === 0 || (() => { throw new Error(shared.join(", ")); })())(clusterWideNames().filter(n => clusterWideNames("$base").includes(n)))
+EOF
   q "$file" <<'EOF'
 namespace lustre-csi exists, Pod Security privileged :: obj("Namespace", "lustre-csi").metadata.labels["pod-security.kubernetes.io/enforce"] === "privileged"
 every namespaced object in lustre-csi :: docs.filter(d => d.metadata.namespace !== undefined && d.kind !== "CSIDriver").every(d => d.metadata.namespace === "lustre-csi")
@@ -210,7 +215,7 @@ for i in "${!kubectls[@]}"; do
   step "facts of the example overlay ($k)"
   common_facts "$work/$tag-example.yaml" lustre.csi.example.com lustre-csi || fail "example facts"
   plain_controller_facts "$work/$tag-example.yaml" || fail "example controller facts"
-  example_facts "$work/$tag-example.yaml" || fail "example facts"
+  example_facts "$work/$tag-example.yaml" "$work/$tag-base.yaml" || fail "example facts"
   ok "example facts"
 
   step "facts of the sub-dir-provisioning overlay ($k)"

@@ -25,6 +25,10 @@
 //   hclFlag(name)           the value of --name=value in the task's args
 // and always:
 //   text                    the file's raw text
+//   sidecarRbac(listFile)   throws naming every grant a listed sidecar needs
+//                           and the render does not give (sidecar-rbac.yaml)
+//   clusterWideNames([file]) "Kind/name" of every object without a namespace
+//                           (but Namespaces), of this render or of `file`
 //   knownFlags(sub, list)   throws naming every --flag of the list that
 //                           `lustre-csi <sub> --help` (saved as
 //                           $LUSTRE_CSI_HELP_DIR/<sub>.txt) does not list
@@ -97,6 +101,70 @@ function sameOnBothSides(o, name, path) {
   });
 }
 
+// Whether the render grants `verb` on `resource` of `apiGroup` to the
+// ServiceAccount `account` of namespace `ns`: cluster-wide (a
+// ClusterRoleBinding) or, with `inNamespace`, in that namespace (a
+// RoleBinding there, to a Role or ClusterRole).
+function granted(account, ns, apiGroup, resource, verb, inNamespace) {
+  const bound = (b) =>
+    (b.subjects ?? []).some((s) => s.kind === "ServiceAccount" && s.name === account && s.namespace === ns);
+  const roles = [];
+  for (const b of docs.filter((d) => d?.kind === "ClusterRoleBinding" && bound(d))) {
+    roles.push(...docs.filter((d) => d?.kind === "ClusterRole" && d.metadata.name === b.roleRef.name));
+  }
+  if (inNamespace) {
+    for (const b of docs.filter((d) => d?.kind === "RoleBinding" && d.metadata.namespace === ns && bound(d))) {
+      roles.push(
+        ...docs.filter(
+          (d) =>
+            d?.metadata?.name === b.roleRef.name &&
+            ((b.roleRef.kind === "ClusterRole" && d.kind === "ClusterRole") ||
+              (b.roleRef.kind === "Role" && d.kind === "Role" && d.metadata.namespace === ns)),
+        ),
+      );
+    }
+  }
+  const has = (list, x) => (list ?? []).includes(x) || (list ?? []).includes("*");
+  return roles.some((r) =>
+    (r.rules ?? []).some((rule) => has(rule.apiGroups, apiGroup) && has(rule.resources, resource) && has(rule.verbs, verb)),
+  );
+}
+
+// Throws naming every grant that the sidecars listed in `listFile` (see
+// deploy/kubernetes/sidecar-rbac.yaml) need and the render does not give
+// their workload's ServiceAccount, or a sidecar whose image differs.
+function sidecarRbac(listFile) {
+  const list = parseYamlDocuments(readFileSync(listFile, "utf8"), listFile)[0];
+  const missing = [];
+  for (const s of list.sidecars) {
+    const w = obj(s.workload.kind, s.workload.name);
+    const image = container(w, s.container).image;
+    if (image !== s.image) missing.push(`${s.container} runs ${image}, the list is for ${s.image}`);
+    const account = podSpec(w).serviceAccountName;
+    const ns = w.metadata.namespace;
+    for (const [rules, inNamespace] of [[s.clusterRules ?? [], false], [s.namespacedRules ?? [], true]]) {
+      for (const r of rules) {
+        for (const verb of r.verbs) {
+          if (!granted(account, ns, r.apiGroup, r.resource, verb, inNamespace)) {
+            missing.push(`${verb} ${r.apiGroup || "core"}/${r.resource}${inNamespace ? ` in ${ns}` : ""}`);
+          }
+        }
+      }
+    }
+  }
+  if (missing.length > 0) throw new Error(`not granted: ${missing.join("; ")}`);
+  return true;
+}
+
+// Cluster-wide objects (no namespace) of this render, or of the render in
+// `otherFile`: "Kind/name".
+function clusterWideNames(otherFile) {
+  const of = otherFile ? parseYamlDocuments(readFileSync(otherFile, "utf8"), otherFile) : docs;
+  return of
+    .filter((d) => d?.metadata && d.metadata.namespace === undefined && d.kind !== "Namespace")
+    .map((d) => `${d.kind}/${d.metadata.name}`);
+}
+
 function hclFlag(name) {
   return flagIn(task.config[0].args, name);
 }
@@ -135,10 +203,13 @@ for (const raw of lines) {
   try {
     const fn = new Function(
       "docs", "obj", "container", "args", "flag", "volume", "sameOnBothSides",
-      "job", "task", "hclFlag", "text", "knownFlags",
+      "job", "task", "hclFlag", "text", "knownFlags", "sidecarRbac", "clusterWideNames",
       `return (${expr});`,
     );
-    ok = Boolean(fn(docs, obj, container, args, flag, volume, sameOnBothSides, job, task, hclFlag, text, knownFlags));
+    ok = Boolean(
+      fn(docs, obj, container, args, flag, volume, sameOnBothSides, job, task, hclFlag, text, knownFlags,
+        sidecarRbac, clusterWideNames),
+    );
   } catch (e) {
     why = e.message;
   }
