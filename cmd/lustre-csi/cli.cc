@@ -148,12 +148,26 @@ absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
 
 absl::StatusOr<std::map<std::string, std::string>> ParseKeyValues(absl::string_view flag,
                                                                   absl::string_view text) {
+  // Items split on the commas that are not escaped: "\," is a comma inside
+  // a value, "\\" a backslash.
+  std::vector<std::string> items(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ',' || text[i + 1] == '\\')) {
+      items.back() += text[++i];
+    } else if (c == ',') {
+      items.emplace_back();
+    } else {
+      items.back() += c;
+    }
+  }
   std::map<std::string, std::string> out;
-  for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+  for (const std::string& pair : items) {
+    if (pair.empty()) continue;
     std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
     if (kv.size() != 2 || kv[0].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, ": '", pair, "' is not key=value"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, ": '", pair, "' is not key=value (a comma inside a value is written \\,)"));
     }
     out[kv[0]] = kv[1];
   }

@@ -67,7 +67,8 @@ absl::StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
                                       const std::vector<std::string>& allowed);
 
 // Parses the value of flag `--flag`, "key=value[,key=value]" (a value may
-// hold '='); INVALID_ARGUMENT names the flag and the bad item.
+// hold '='; a comma inside a value is written "\,", a backslash before a
+// comma "\\"); INVALID_ARGUMENT names the flag and the bad item.
 absl::StatusOr<std::map<std::string, std::string>> ParseKeyValues(absl::string_view flag,
                                                                   absl::string_view text);
 

@@ -190,6 +190,14 @@ TEST(ParseKeyValuesTest, Table) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(*ok, (std::map<std::string, std::string>{{"zone", "z1"}, {"rack", "r=2"}}));
   EXPECT_TRUE(ParseKeyValues("x", "")->empty());
+  // A comma inside a value, escaped: an MGS given as a NID list.
+  auto nids = ParseKeyValues("volume-context", R"(mgs-ip-address=a@o2ib\,b@o2ib,fs-name=x)");
+  ASSERT_TRUE(nids.ok()) << nids.status();
+  EXPECT_EQ(*nids, (std::map<std::string, std::string>{{"mgs-ip-address", "a@o2ib,b@o2ib"},
+                                                       {"fs-name", "x"}}));
+  auto backslash = ParseKeyValues("x", R"(a=c:\\,b=\d)");
+  ASSERT_TRUE(backslash.ok()) << backslash.status();
+  EXPECT_EQ(*backslash, (std::map<std::string, std::string>{{"a", R"(c:\)"}, {"b", R"(\d)"}}));
   for (const char* bad : {"novalue", "=v", "a=1,b"}) {
     auto got = ParseKeyValues("volume-context", bad);
     ASSERT_FALSE(got.ok()) << bad;

@@ -61,8 +61,11 @@ DEFINE_string(access_mode, "multi-node-multi-writer",
               "mount/unmount: single-node-reader-only, single-node-writer, "
               "multi-node-reader-only, multi-node-single-writer or multi-node-multi-writer");
 DEFINE_string(attachment_mode, "file-system", "mount/unmount: file-system or block-device");
-DEFINE_string(volume_context, "", "mount: the volume context, key=value[,key=value]");
-DEFINE_string(publish_context, "", "mount: the publish context, key=value[,key=value]");
+DEFINE_string(volume_context, "",
+              "mount: the volume context, key=value[,key=value]; a comma inside a value is "
+              "written \\, (an MGS NID list: mgs-ip-address=a@o2ib\\,b@o2ib)");
+DEFINE_string(publish_context, "",
+              "mount: the publish context, key=value[,key=value] (\\, as above)");
 DEFINE_string(mount_flags, "", "mount/unmount: mount flags, comma-separated");
 DEFINE_string(staging_path, "", "has-mount: the staging path of a staged mount");
 
