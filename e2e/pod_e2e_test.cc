@@ -444,6 +444,89 @@ TEST_F(PodTest, SharedClientsOnOlderKernels) {
   }
 }
 
+// Switching a node from the Go driver: what the Go node mounted (a Lustre
+// client per volume, at the target) stays mounted when this image's node
+// starts, and is unpublished by it; PVs written as the Go driver's examples
+// and its dynamic provisioning write them publish unchanged.
+TEST_F(PodTest, GoDriverVolumesPublishAndItsMountsSurviveTheSwitch) {
+  // The Go node's mount of a sub-dir volume, left running when its pod was
+  // replaced: the host's helper, at the kubelet's target.
+  const std::string old_target = Target("go-old");
+  std::filesystem::create_directories(old_target);
+  auto helper = [](const std::string& spec, const std::string& at) {
+    Subprocess run({"/sbin/mount.lustre", "-o", "noatime,flock", spec, at}, "/run/go-node.log");
+    return run.Wait(absl::Seconds(10));
+  };
+  // The stand-in's file system comes to life at its first mount.
+  ASSERT_EQ(helper("10.0.0.4@tcp:/lustrefs", old_target), 0) << ReadFile("/run/go-node.log");
+  ASSERT_EQ(umount(old_target.c_str()), 0);
+  std::filesystem::create_directories(std::string(kFsData) + "/go-old");
+  ASSERT_TRUE(WriteFile(std::string(kFsData) + "/go-old/data", "from the Go driver").ok());
+  ASSERT_EQ(helper("10.0.0.4@tcp:/lustrefs/go-old", old_target), 0) << ReadFile("/run/go-node.log");
+  ASSERT_TRUE(IsMountPoint(old_target));
+
+  ASSERT_NO_FATAL_FAILURE(StartNode(node_spec_));
+  EXPECT_TRUE(Ready()) << container_->Log();
+  EXPECT_EQ(ReadFile(old_target + "/data"), "from the Go driver") << "the workload lost its mount";
+
+  auto publish = [&](const std::string& pod, const std::string& handle,
+                     std::map<std::string, std::string> context) {
+    std::filesystem::create_directories(std::filesystem::path(Target(pod)).parent_path());
+    csi::v1::NodePublishVolumeRequest req;
+    req.set_volume_id(handle);
+    req.set_target_path(Target(pod));
+    for (const char* f : {"noatime", "flock"}) {
+      req.mutable_volume_capability()->mutable_mount()->add_mount_flags(f);
+    }
+    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
+        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+    for (const auto& [k, v] : context) (*req.mutable_volume_context())[k] = v;
+    grpc::ClientContext ctx;
+    csi::v1::NodePublishVolumeResponse res;
+    return node_->NodePublishVolume(&ctx, req, &res);
+  };
+  // docs/examples/pv.yaml of the Go driver: any handle, only the MGS.
+  grpc::Status s = publish("go-pv", "my-unique-volume", {{"mgs-ip-address", "10.0.0.4"}});
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  EXPECT_EQ(ReadFile(Target("go-pv") + "/go-old/data"), "from the Go driver") << "not the root";
+  // A sub-dir with slashes around it.
+  s = publish("go-sub", "my-sub-volume",
+              {{"mgs-ip-address", "10.0.0.4"}, {"sub-dir", "/team-go/"}});
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  ASSERT_TRUE(WriteFile(Target("go-sub") + "/f", "x").ok());
+  EXPECT_EQ(ReadFile(std::string(kFsData) + "/team-go/f"), "x");
+  // A volume of the Go driver's dynamic provisioning, as its PV reads.
+  s = publish("go-dyn", "pvc-dyn#lustrefs#10.0.0.4##t#my-rg",
+              {{"mgs-ip-address", "10.0.0.4"},
+               {"created-by-dynamic-provisioning", "t"},
+               {"resource-group-name", "my-rg"},
+               {"sku-name", "AMLFS-Durable-Premium-125"},
+               {"zone", "1"},
+               {"maintenance-day-of-week", "Sunday"},
+               {"maintenance-time-of-day-utc", "22:00"}});
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  EXPECT_TRUE(IsMountPoint(Target("go-dyn")));
+
+  // The Go node's mount goes when the kubelet unpublishes it here.
+  ASSERT_TRUE(UnpublishAt(old_target).ok()) << container_->Log();
+  EXPECT_FALSE(IsMountPoint(old_target));
+  for (const char* pod : {"go-pv", "go-dyn"}) ASSERT_TRUE(Unpublish(pod).ok()) << pod;
+
+  // Rollback, as docs/deploy.md says: this node goes, the workload keeps its
+  // bind; the Go node's unpublish is a plain unmount of the target, after
+  // which the idle shared client is unmounted by hand.
+  node_.reset();
+  identity_.reset();
+  EXPECT_EQ(container_->Stop(), 0) << container_->Log();
+  EXPECT_EQ(ReadFile(Target("go-sub") + "/f"), "x") << "the workload lost its mount";
+  ASSERT_EQ(umount(Target("go-sub").c_str()), 0);
+  std::vector<std::string> clients = MountsUnder(ClientsDir());
+  EXPECT_THAT(clients, testing::SizeIs(1)) << "the runbook's manual step has nothing to do";
+  for (const std::string& client : clients) EXPECT_EQ(umount(client.c_str()), 0) << client;
+  EXPECT_THAT(MountsUnder("/var/lib/kubelet/pods"), IsEmpty());
+  EXPECT_THAT(MountsUnder(ClientsDir()), IsEmpty());
+}
+
 // The Nomad node job, run as a Nomad client with the docker driver would run
 // it: Nomad reaches the plugin at <state_dir>/csi/plugins/<alloc>/csi.sock
 // and gives it targets under stage_publish_base_dir, which the job makes the
