@@ -93,6 +93,9 @@ absl::Status BindStaging::Prepare() {
         " for bind mounts (this kernel has no mount_setattr) cannot be prepared: ", s.message()));
   };
   if (dir_.empty() || dir_[0] != '/') return fail(absl::InvalidArgumentError("not absolute"));
+  // Checked again (readiness asks every period): one call when nothing
+  // changed, the whole preparation when the directory or its mount did.
+  if (prepared_ && MountIdAt(AT_FDCWD, dir_.c_str()) == prepared_mount_) return absl::OkStatus();
   if (absl::Status s = MkdirAll(dir_); !s.ok()) return fail(s);
   int64_t self = MountIdAt(AT_FDCWD, dir_.c_str());
   if (self < 0) return fail(ErrnoError(errno, "mount id"));
@@ -143,6 +146,7 @@ absl::Status BindStaging::Prepare() {
     owner_fd_ = fd;
     SweepDeadOwners();
   }
+  prepared_mount_ = MountIdAt(AT_FDCWD, dir_.c_str());
   prepared_ = true;
   return absl::OkStatus();
 }

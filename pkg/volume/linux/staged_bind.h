@@ -62,8 +62,9 @@ class BindStaging {
   void SweepDeadOwners() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   bool prepared_ ABSL_GUARDED_BY(mu_) = false;
-  int owner_fd_ ABSL_GUARDED_BY(mu_) = -1;  // the locked <token>.owner
-  std::string token_;                       // set once, before any Bind
+  int64_t prepared_mount_ ABSL_GUARDED_BY(mu_) = -1;  // the directory's mount id then
+  int owner_fd_ ABSL_GUARDED_BY(mu_) = -1;            // the locked <token>.owner
+  std::string token_;                                 // set once, before any Bind
   std::atomic<uint64_t> next_{0};
 };
 

@@ -239,6 +239,13 @@ TEST(BindStagingTest, OnASharedMountTheDirectoryBecomesOnePrivateMount) {
   // is left.
   EXPECT_TRUE(FlagsOf(dir.Sub("peer/target")) & ST_RDONLY);
   EXPECT_TRUE(StagingPoints(dir.Sub("kubelet/plugin/bind-staging")).empty());
+  // Its private mount taken away (by hand, or a host's clean-up): the next
+  // check makes it again.
+  ASSERT_EQ(umount2(dir.Sub("kubelet/plugin/bind-staging").c_str(), MNT_DETACH), 0);
+  umount2(dir.Sub("peer/plugin/bind-staging").c_str(), MNT_DETACH);
+  EXPECT_TRUE(MountsAt(dir.Sub("kubelet/plugin/bind-staging")).empty());
+  ASSERT_TRUE(staging.Prepare().ok());
+  EXPECT_EQ(MountsAt(dir.Sub("kubelet/plugin/bind-staging")).size(), 1u);
   for (const char* m : {"peer/target", "kubelet/target", "kubelet/plugin/bind-staging",
                         "peer/plugin/bind-staging", "peer", "kubelet"}) {
     umount2(dir.Sub(m).c_str(), MNT_DETACH);
