@@ -462,6 +462,14 @@ TEST_F(ConformanceE2eTest, GoDriverCommandLineRunsTheMonolith) {
   EXPECT_THAT(ReadFile(tmp_.Join("go-controller.log")),
               HasSubstr("serving Identity and Controller only"));
 
+  // A node's flag without --nodeid means a node was meant: refused.
+  Subprocess node_flag({BinaryPath(), "--plugin-registration-dir=" + tmp_.Join("reg"),
+                        "--endpoint=unix://" + tmp_.Join("no-node.sock")},
+                       tmp_.Join("no-node.log"));
+  node_flag.Wait(absl::Seconds(10));
+  EXPECT_EQ(node_flag.ExitCode(), 2);
+  EXPECT_THAT(ReadFile(tmp_.Join("no-node.log")), HasSubstr("needs --nodeid"));
+
   // What this driver does not offer is refused, with exit code 2.
   Subprocess refused({BinaryPath(), "--nodeid=n", "--status-controller-only=true",
                       "--endpoint=unix://" + tmp_.Join("refused.sock")},

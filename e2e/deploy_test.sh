@@ -155,6 +155,7 @@ EOF
 example_facts() {
   local file=$1 base=$2
   q "$file" <<EOF || return 1
+node's host port differs from the base's (both use the host's network) :: container(obj("DaemonSet", "lustre-csi-node"), "lustre-csi").ports[0].containerPort !== 29635 && flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "metrics-address") === "0.0.0.0:" + container(obj("DaemonSet", "lustre-csi-node"), "lustre-csi").ports[0].containerPort
 no cluster-wide name shared with the base (a second install must not take the first's) :: ((shared) => shared.length === 0 || (() => { throw new Error(shared.join(", ")); })())(clusterWideNames().filter(n => clusterWideNames("$base").includes(n)))
 EOF
   q "$file" <<'EOF'

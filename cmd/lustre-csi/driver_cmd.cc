@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -66,7 +67,9 @@ DEFINE_int32(readiness_interval_seconds, 15,
 DEFINE_int32(max_concurrent_mounts, 8, "Lustre mounts in flight at once");
 DEFINE_int32(mount_timeout_seconds, 120, "a mount that takes longer is killed and fails");
 DEFINE_int64(max_volumes_per_node, 0, "reported by NodeGetInfo; 0 means no limit");
-DEFINE_string(topology, "", "node topology for NodeGetInfo, as key=value[,key=value]");
+DEFINE_string(topology, "",
+              "node topology for NodeGetInfo, as key=value[,key=value] (a comma inside a value: "
+              "\\,)");
 DEFINE_string(metrics_address, "",
               "host:port for HTTP /metrics, /healthz and /readyz; empty disables");
 DEFINE_string(plugin_registration_dir, "",
@@ -387,7 +390,23 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
     }
   }
   if (FLAGS_nodeid.empty()) {
-    // The Go driver's controller Deployment runs it so: no node to serve.
+    // The Go driver's controller Deployment runs it so: no node to serve. A
+    // flag that only a node uses means a node was meant: say --nodeid is
+    // missing rather than serve without it.
+    for (const char* node_only :
+         {"plugin_registration_dir", "kubelet_registration_path", "lustre_client",
+          "lustre_client_dir", "topology", "max_volumes_per_node", "max_concurrent_mounts",
+          "enable_azurelustre_mock_mount"}) {
+      gflags::CommandLineFlagInfo info;
+      if (gflags::GetCommandLineFlagInfo(node_only, &info) && !info.is_default) {
+        std::string dashed = node_only;
+        std::replace(dashed.begin(), dashed.end(), '_', '-');
+        streams.err << "lustre-csi monolith: --" << dashed
+                    << " is a node's flag and needs --nodeid (without --nodeid the monolith "
+                       "serves Identity and Controller only)\n";
+        return cli::kExitUsage;
+      }
+    }
     LOG(INFO) << "monolith without --nodeid: serving Identity and Controller only, as the Go "
                  "driver's controller Deployment runs it";
     return RunDriver({"monolith", false, true}, args, streams);

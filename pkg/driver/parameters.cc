@@ -135,12 +135,19 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
       out.mgs_address = value;
     } else if (k == kParamFsName) {
       out.fs_name = value;
+      out.fs_name_given = true;
     } else if (k == kParamSubDir) {
       // "/team/a/" is "team/a", as the Go driver trims it.
       absl::string_view sub_dir = value;
       while (absl::ConsumePrefix(&sub_dir, "/")) {
       }
       while (absl::ConsumeSuffix(&sub_dir, "/")) {
+      }
+      if (sub_dir.empty() && !value.empty()) {
+        // As the Go driver: "/" is no sub-dir; leave the key out for the root.
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parameter ", key, " '", absl::CHexEscape(value),
+            "' names the file system root; leave ", kParamSubDir, " out to mount the root"));
       }
       out.sub_dir = std::string(sub_dir);
       out.sub_dir_given = true;
@@ -284,6 +291,7 @@ absl::StatusOr<LustreParams> VolumeParams(absl::string_view volume_id,
         absl::StrCat("volume id '", absl::CHexEscape(volume_id), "': ", s.message()));
   }
   if (!params->sub_dir_given) params->sub_dir = id->sub_dir;
+  if (!params->fs_name_given) params->fs_name = id->fs_name;
   return params;
 }
 

@@ -61,6 +61,7 @@ bool IsAzureProvisioningKey(absl::string_view lower_key);
 struct LustreParams {
   std::string mgs_address;
   std::string fs_name;         // kDefaultFsName when not given
+  bool fs_name_given = false;  // the fs-name key was present
   std::string sub_dir;         // as given without leading and trailing '/'; may hold ${...}
   bool sub_dir_given = false;  // the sub-dir key was present (even if empty)
   // The Kubernetes-reserved keys, with their original spelling.
@@ -94,7 +95,8 @@ absl::Status ValidateVolumeIdFields(const VolumeId& id);
 // context value of the same name (so a traversal in the id's sub-dir is
 // INVALID_ARGUMENT even when the context names another), and when the
 // context has no sub-dir key, the id's sub-dir is used: a volume is never
-// mounted wider than its id names. Any other id is an opaque handle.
+// mounted wider than its id names. Likewise the id's fs-name where the
+// context has no fs-name key. Any other id is an opaque handle.
 absl::StatusOr<LustreParams> VolumeParams(absl::string_view volume_id,
                                           const std::map<std::string, std::string>& context);
 

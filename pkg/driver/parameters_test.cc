@@ -81,6 +81,31 @@ TEST(ParseLustreParamsTest, WhatTheGoDriverAcceptsIsAccepted) {
   EXPECT_EQ(FillSubDir(up->sub_dir, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ParseLustreParamsTest, ASubDirOfOnlySlashesIsRefused) {
+  for (const char* root : {"/", "//", "///"}) {
+    auto p = ParseLustreParams({{"mgs-ip-address", "10.0.0.4"}, {"sub-dir", root}});
+    ASSERT_FALSE(p.ok()) << root;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(p.status().message(), HasSubstr("file system root"));
+  }
+}
+
+// Where the context is silent, the id speaks: its fs-name as its sub-dir.
+TEST(VolumeParamsTest, TheIdsFsNameWhereTheContextHasNone) {
+  auto p = VolumeParams("pv#scratch#10.0.0.4#team#f", {{"mgs-ip-address", "10.0.0.4"}});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->fs_name, "scratch");
+  EXPECT_EQ(p->sub_dir, "team");
+  auto context_wins =
+      VolumeParams("pv#scratch#10.0.0.4##f", {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", "fs2"}});
+  ASSERT_TRUE(context_wins.ok());
+  EXPECT_EQ(context_wins->fs_name, "fs2");
+  // An opaque handle: the default.
+  auto opaque = VolumeParams("my-volume", {{"mgs-ip-address", "10.0.0.4"}});
+  ASSERT_TRUE(opaque.ok());
+  EXPECT_EQ(opaque->fs_name, "lustrefs");
+}
+
 TEST(ParseLustreParamsTest, AClusterToCreateIsRefusedSayingSo) {
   auto p = ParseLustreParams({{"sku-name", "AMLFS-Durable-Premium-40"},
                               {"zone", "1"},
