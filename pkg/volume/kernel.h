@@ -30,8 +30,9 @@ struct KernelInterfaces {
   bool close_range = true;
   // statx(2)'s STATX_MNT_ID and STATX_ATTR_MOUNT_ROOT (5.8): a path's mount
   // id in one call. Without them: the mount id from name_to_handle_at(2)
-  // (or /proc/self/fdinfo) where a walk must know it, and the device number
-  // (then the mount table) in mount-point checks.
+  // (or /proc/self/fdinfo), in walks and in Stat's answer (mount-point
+  // checks fall back to the device number, then the mount table, only where
+  // a file system has no file handles).
   bool statx_mount_id = true;
 
   struct Entry {

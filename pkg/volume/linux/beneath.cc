@@ -191,11 +191,19 @@ absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what
   info.gid = stx.stx_gid;
   info.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
   info.ino = stx.stx_ino;
-  // Both from Linux 5.8 on; without them MountChecker falls back to the
-  // device number, then the mount table.
+  // Both from Linux 5.8 on. Before, the mount id comes from
+  // name_to_handle_at (one more call, no descriptor), so that MountChecker
+  // still compares mount ids rather than read the mount table for a bind of
+  // the same file system; where even that fails, it falls back to the
+  // device number, then the table.
   const bool statx_mounts = Kernel().statx_mount_id;
   info.has_mount_id = statx_mounts && (stx.stx_mask & STATX_MNT_ID) != 0;
   info.mount_id = info.has_mount_id ? stx.stx_mnt_id : 0;
+  if (!info.has_mount_id) {
+    int64_t id = MountIdAt(fd, name);
+    info.has_mount_id = id >= 0;
+    info.mount_id = id >= 0 ? static_cast<uint64_t>(id) : 0;
+  }
   info.has_mount_root = statx_mounts && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0;
   info.mount_root = info.has_mount_root && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
   info.mtime =

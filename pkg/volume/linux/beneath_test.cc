@@ -273,5 +273,22 @@ TEST_P(ResolveBeneathTest, MountIdsWithoutStatxAgree) {
   EXPECT_EQ(umount((root_ + "/mnt").c_str()), 0);
 }
 
+// Stat reports a mount id on both paths (from name_to_handle_at before 5.8),
+// so a mount-point check needs no mount table for a bind of the same file
+// system.
+TEST_P(ResolveBeneathTest, StatReportsTheMountIdOnBothPaths) {
+  Mkdir(root_ + "/mnt");
+  ASSERT_EQ(mount(root_.c_str(), (root_ + "/mnt").c_str(), nullptr, MS_BIND, nullptr), 0);
+  absl::StatusOr<FileInfo> bind = StatAt(AT_FDCWD, (root_ + "/mnt").c_str(), "mnt");
+  absl::StatusOr<FileInfo> dir = StatAt(AT_FDCWD, (root_ + "/a").c_str(), "a");
+  ASSERT_TRUE(bind.ok() && dir.ok());
+  EXPECT_TRUE(bind->has_mount_id);
+  EXPECT_TRUE(dir->has_mount_id);
+  EXPECT_NE(bind->mount_id, dir->mount_id);
+  EXPECT_EQ(bind->dev, dir->dev) << "a bind of the same file system";
+  EXPECT_EQ(bind->has_mount_root, !GetParam());
+  EXPECT_EQ(umount((root_ + "/mnt").c_str()), 0);
+}
+
 }  // namespace
 }  // namespace lustre_csi::volume::os
