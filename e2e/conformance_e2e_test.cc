@@ -462,6 +462,12 @@ TEST_F(ConformanceE2eTest, GoDriverCommandLineRunsTheMonolith) {
   EXPECT_THAT(ReadFile(tmp_.Join("go-controller.log")),
               HasSubstr("serving Identity and Controller only"));
 
+  // Mock mount mode is the controller's too (ids only): no --nodeid needed.
+  Plugin mock_controller;
+  ASSERT_NO_FATAL_FAILURE(
+      Start(&mock_controller, "go-controller-mock", {"--enable-azurelustre-mock-mount"}));
+  EXPECT_TRUE(HasControllerService(mock_controller));
+
   // A node's flag without --nodeid means a node was meant: refused.
   Subprocess node_flag({BinaryPath(), "--plugin-registration-dir=" + tmp_.Join("reg"),
                         "--endpoint=unix://" + tmp_.Join("no-node.sock")},

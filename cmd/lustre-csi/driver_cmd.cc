@@ -395,8 +395,7 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
     // missing rather than serve without it.
     for (const char* node_only :
          {"plugin_registration_dir", "kubelet_registration_path", "lustre_client",
-          "lustre_client_dir", "topology", "max_volumes_per_node", "max_concurrent_mounts",
-          "enable_azurelustre_mock_mount"}) {
+          "lustre_client_dir", "topology", "max_volumes_per_node", "max_concurrent_mounts"}) {
       gflags::CommandLineFlagInfo info;
       if (gflags::GetCommandLineFlagInfo(node_only, &info) && !info.is_default) {
         std::string dashed = node_only;
