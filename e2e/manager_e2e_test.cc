@@ -435,6 +435,12 @@ TEST_F(ManagerE2eTest, MetricsAndHealthOverHttp) {
           "lustre_csi_plugin_manager_operations_total{operation=\"mount\",result=\"OK\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("\nlustre_csi_plugin_manager_claims{state=\"mounted\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("lustre_csi_plugin_manager_operation_duration_seconds_count{"));
+  // The kernel's interfaces, as the driver shows them: openat2 is there
+  // from 5.6 on (older-kernel emulates 4.18, 5.4 and 5.11).
+  const std::string kernel = EmulatedKernel();
+  EXPECT_THAT(metrics, HasSubstr(absl::StrCat(
+                           "lustre_csi_kernel_interface{interface=\"openat2\",since=\"5.6\"} ",
+                           kernel.empty() || kernel == "5.11" ? 1 : 0)));
   ASSERT_TRUE(Unmount(MountRequest(kDriver, "alloc-m", {})).ok());
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cmd/lustre-csi/common_flags.h"
+#include "cmd/lustre-csi/kernel_report.h"
 #include "pkg/driver/controller.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/node.h"
@@ -25,8 +26,6 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/version/version.h"
-#include "pkg/volume/kernel.h"
-#include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/linux/linux_mount_namespace.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 
@@ -184,19 +183,6 @@ absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
         absl::StrCat("lustre-csi ", role, ": --mount-helper must be an absolute path"));
   }
   return absl::OkStatus();
-}
-
-// Logs which newer kernel interfaces this kernel has (fallbacks take the
-// place of the others) and shows them as lustre_csi_kernel_interface.
-void ReportKernel(server::MetricsRegistry* metrics) {
-  const volume::KernelInterfaces& kernel = volume::os::Kernel();
-  LOG(INFO) << kernel.Describe();
-  server::Gauge* gauge = metrics->AddGauge(
-      "lustre_csi_kernel_interface",
-      "1 when the kernel has the interface, 0 when its fallback is in use", {"interface", "since"});
-  for (const volume::KernelInterfaces::Entry& e : kernel.Entries()) {
-    gauge->Set({e.name, e.since}, e.present ? 1 : 0);
-  }
 }
 
 // What a role needs to reach file systems: the driver's view of the system,

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cmd/lustre-csi/common_flags.h"
+#include "cmd/lustre-csi/kernel_report.h"
 #include "cmd/lustre-csi/manager_client.h"
 #include "pkg/csimanager/manager.h"
 #include "pkg/csimanager/manager_service.h"
@@ -25,7 +26,6 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/safe_path.h"
 
@@ -152,6 +152,7 @@ int RunDaemon(cli::Streams streams) {
   // Declared before the manager: the manager's metrics live here, and the
   // HTTP server that renders them stops before the manager does.
   server::MetricsRegistry metrics;
+  ReportKernel(&metrics);
   csimanager::ManagerDeps deps;
   deps.store = store->get();
   deps.mounts = inspector.get();
@@ -190,7 +191,6 @@ int RunDaemon(cli::Streams streams) {
   }
   LOG(INFO) << "plugin manager on node " << node_name << " serving on " << Endpoint()
             << ", mounts under " << FLAGS_mount_root;
-  LOG(INFO) << volume::os::Kernel().Describe();
 
   int sig = server::WaitForTerminationSignal();
   LOG(INFO) << "received signal " << sig << ", shutting down"
