@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "pkg/driver/volume_id.h"
 
 namespace lustre_csi::driver {
@@ -137,12 +136,7 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
       out.fs_name = value;
       out.fs_name_given = true;
     } else if (k == kParamSubDir) {
-      // "/team/a/" is "team/a", as the Go driver trims it.
-      absl::string_view sub_dir = value;
-      while (absl::ConsumePrefix(&sub_dir, "/")) {
-      }
-      while (absl::ConsumeSuffix(&sub_dir, "/")) {
-      }
+      absl::string_view sub_dir = TrimSlashes(value);
       if (sub_dir.empty() && !value.empty()) {
         // As the Go driver: "/" is no sub-dir; leave the key out for the root.
         return absl::InvalidArgumentError(absl::StrCat(

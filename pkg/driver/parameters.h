@@ -23,9 +23,6 @@ inline constexpr char kParamMgsIpAddress[] = "mgs-ip-address";
 inline constexpr char kParamFsName[] = "fs-name";
 inline constexpr char kParamSubDir[] = "sub-dir";
 inline constexpr char kParamCreatedByDynamicProvisioning[] = "created-by-dynamic-provisioning";
-// The file system a volume without fs-name mounts, as the Go driver always
-// does.
-inline constexpr char kDefaultFsName[] = "lustrefs";
 // Sub-dir provisioning: CreateVolume creates the sub-dir, DeleteVolume
 // removes ("delete") or keeps ("retain", the default) it.
 inline constexpr char kParamCreateSubDir[] = "create-sub-dir";

@@ -14,6 +14,14 @@ bool VolumeId::operator==(const VolumeId& other) const {
          resource_group == other.resource_group;
 }
 
+absl::string_view TrimSlashes(absl::string_view sub_dir) {
+  while (absl::ConsumePrefix(&sub_dir, "/")) {
+  }
+  while (absl::ConsumeSuffix(&sub_dir, "/")) {
+  }
+  return sub_dir;
+}
+
 absl::StatusOr<VolumeId> ParseVolumeId(absl::string_view id) {
   std::vector<std::string> fields = absl::StrSplit(id, '#');
   if (fields.size() < 3 || fields.size() > 6) {
@@ -22,9 +30,9 @@ absl::StatusOr<VolumeId> ParseVolumeId(absl::string_view id) {
                      " '#'-separated fields; want "
                      "<name>#<fs-name>#<mgs-ip-address>[#<sub-dir>[#<t|f>[#<rg>]]]"));
   }
-  // The Go driver ignores the fs-name field (it always mounts "lustrefs"):
+  // The Go driver ignores the fs-name field (it always mounts the default):
   // an empty one means that file system here.
-  if (fields[1].empty()) fields[1] = "lustrefs";
+  if (fields[1].empty()) fields[1] = kDefaultFsName;
   const char* kNames[] = {"name", "fs-name", "mgs-ip-address"};
   for (int i = 0; i < 3; ++i) {
     if (fields[i].empty()) {
@@ -36,15 +44,7 @@ absl::StatusOr<VolumeId> ParseVolumeId(absl::string_view id) {
   out.name = fields[0];
   out.fs_name = fields[1];
   out.mgs_address = fields[2];
-  if (fields.size() > 3) {
-    // Leading and trailing '/' go, as the Go driver trims them.
-    absl::string_view sub_dir = fields[3];
-    while (absl::ConsumePrefix(&sub_dir, "/")) {
-    }
-    while (absl::ConsumeSuffix(&sub_dir, "/")) {
-    }
-    out.sub_dir = std::string(sub_dir);
-  }
+  if (fields.size() > 3) out.sub_dir = std::string(TrimSlashes(fields[3]));
   if (fields.size() > 4) {
     if (fields[4] == "t") {
       out.created_file_system = true;

@@ -19,6 +19,14 @@
 
 namespace lustre_csi::driver {
 
+// The file system a volume that names none mounts, as the Go driver always
+// does.
+inline constexpr char kDefaultFsName[] = "lustrefs";
+
+// `sub_dir` without its leading and trailing '/', as the Go driver trims
+// sub-dirs ("/team/a/" is "team/a").
+absl::string_view TrimSlashes(absl::string_view sub_dir);
+
 struct VolumeId {
   std::string name;
   std::string fs_name;

@@ -197,13 +197,9 @@ absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what
   // the same file system; where even that fails, it falls back to the
   // device number, then the table.
   const bool statx_mounts = Kernel().statx_mount_id;
-  info.has_mount_id = statx_mounts && (stx.stx_mask & STATX_MNT_ID) != 0;
-  info.mount_id = info.has_mount_id ? stx.stx_mnt_id : 0;
-  if (!info.has_mount_id) {
-    int64_t id = MountIdAt(fd, name);
-    info.has_mount_id = id >= 0;
-    info.mount_id = id >= 0 ? static_cast<uint64_t>(id) : 0;
-  }
+  int64_t mount_id = MountIdOf(stx, fd, name);
+  info.has_mount_id = mount_id >= 0;
+  info.mount_id = mount_id >= 0 ? static_cast<uint64_t>(mount_id) : 0;
   info.has_mount_root = statx_mounts && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0;
   info.mount_root = info.has_mount_root && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
   info.mtime =

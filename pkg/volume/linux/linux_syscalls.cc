@@ -16,6 +16,7 @@
 #include "pkg/volume/linux/beneath.h"
 #include "pkg/volume/linux/inotify_dir_watch.h"
 #include "pkg/volume/linux/kernel_probe.h"
+#include "pkg/volume/linux/mountinfo_file.h"
 #include "pkg/volume/linux/staged_bind.h"
 #include "pkg/volume/linux/tree.h"
 
@@ -35,26 +36,6 @@ static_assert(kFileTypeMask == S_IFMT && kTypeSocket == S_IFSOCK && kTypeSymlink
               kTypeRegular == S_IFREG && kTypeDirectory == S_IFDIR);
 
 const char* OrNull(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
-
-// Reads all of `fd` from its current position.
-absl::Status ReadAll(int fd, std::string& out) {
-  out.clear();
-  size_t chunk = 64 * 1024;
-  while (true) {
-    size_t old = out.size();
-    out.resize(old + chunk);
-    ssize_t n = read(fd, out.data() + old, chunk);
-    if (n < 0) {
-      if (errno == EINTR) {
-        out.resize(old);
-        continue;
-      }
-      return ErrnoError(errno, "read /proc/self/mountinfo");
-    }
-    out.resize(old + n);
-    if (n == 0) return absl::OkStatus();
-  }
-}
 
 // The mount_setattr(2) attributes of per-mount MS_* flags.
 struct mount_attr MountAttrOf(unsigned long flags) {
@@ -207,23 +188,7 @@ class LinuxSyscalls : public Syscalls {
     return absl::OkStatus();
   }
 
-  // The kernel hands out mountinfo a page at a time, so one pass can mix two
-  // states of the table. A poll on the file reports POLLERR|POLLPRI once the
-  // table changed after open; a pass without that signal is consistent.
-  absl::StatusOr<std::string> ReadMountInfo() override {
-    std::string text;
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return ErrnoError(errno, "open /proc/self/mountinfo");
-      absl::Status s = ReadAll(fd, text);
-      struct pollfd pfd = {fd, POLLPRI, 0};
-      int ready = s.ok() ? poll(&pfd, 1, 0) : 0;
-      close(fd);
-      if (!s.ok()) return s;
-      if (ready <= 0 || (pfd.revents & (POLLERR | POLLPRI)) == 0) break;
-    }
-    return text;
-  }
+  absl::StatusOr<std::string> ReadMountInfo() override { return os::ReadMountInfoFile(); }
 
   absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
                                              const std::string& relative) override {

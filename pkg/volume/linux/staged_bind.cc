@@ -20,9 +20,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/mountinfo_file.h"
 #include "pkg/volume/linux/walk_beneath.h"
+#include "pkg/volume/mount_table.h"
 
 namespace lustre_csi::volume::os {
 namespace {
@@ -49,21 +50,14 @@ unsigned long MountFlagsOf(unsigned long st_flags) {
 // Whether the mount with id `mount_id` is shared (a "shared:N" optional field
 // in /proc/self/mountinfo): what is mounted below it then propagates.
 absl::StatusOr<bool> IsShared(int64_t mount_id) {
-  int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "open /proc/self/mountinfo");
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
-  int err = errno;
-  close(fd);
-  if (n < 0) return ErrnoError(err, "read /proc/self/mountinfo");
-  const std::string id = absl::StrCat(mount_id);
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
-    if (f.size() < 7 || f[0] != id) continue;
-    for (size_t i = 6; i < f.size() && f[i] != "-"; ++i) {
-      if (absl::StartsWith(f[i], "shared:")) return true;
+  absl::StatusOr<std::string> text = ReadMountInfoFile();
+  if (!text.ok()) return text.status();
+  absl::StatusOr<std::vector<MountEntry>> table = ParseMountInfo(*text);
+  if (!table.ok()) return table.status();
+  for (const MountEntry& e : *table) {
+    if (e.mount_id != mount_id) continue;
+    for (const std::string& field : e.optional_fields) {
+      if (absl::StartsWith(field, "shared:")) return true;
     }
     return false;
   }

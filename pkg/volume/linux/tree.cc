@@ -46,13 +46,9 @@ class Walker {
       return ErrnoError(errno, absl::StrCat("statx ", root_));
     }
     has_mnt_id_ = Kernel().statx_mount_id && (stx.stx_mask & STATX_MNT_ID) != 0;
-    if (has_mnt_id_) {
-      mnt_id_ = stx.stx_mnt_id;
-    } else {
-      int64_t id = MountIdAt(fd, "");
-      if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", root_));
-      mnt_id_ = static_cast<uint64_t>(id);
-    }
+    int64_t id = MountIdOf(stx, fd, "");
+    if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", root_));
+    mnt_id_ = static_cast<uint64_t>(id);
     dev_ = makedev(stx.stx_dev_major, stx.stx_dev_minor);
     TreeEntry entry;
     FillFromStatx(stx, entry);
@@ -80,9 +76,9 @@ class Walker {
         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
       return true;
     }
-    if (has_mnt_id_ && (stx.stx_mask & STATX_MNT_ID)) return stx.stx_mnt_id != mnt_id_;
-    if (makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev_) return true;
-    int64_t id = MountIdAt(dir_fd, name);
+    // Without statx's mount ids, a device of its own settles it at once.
+    if (!has_mnt_id_ && makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev_) return true;
+    int64_t id = MountIdOf(stx, dir_fd, name);
     if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", root_, "/", name));
     return static_cast<uint64_t>(id) != mnt_id_;
   }
@@ -197,9 +193,7 @@ absl::StatusOr<uint64_t> MountId(int dir_fd, const char* name, bool* mount_root,
   *mount_root = Kernel().statx_mount_id && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
                 (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
   *is_dir = S_ISDIR(stx.stx_mode);
-  if (Kernel().statx_mount_id && (stx.stx_mask & STATX_MNT_ID) != 0) return stx.stx_mnt_id;
-  // Before Linux 5.8 statx has no mount id.
-  int64_t id = MountIdAt(dir_fd, name);
+  int64_t id = MountIdOf(stx, dir_fd, name);
   if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", name));
   return static_cast<uint64_t>(id);
 }

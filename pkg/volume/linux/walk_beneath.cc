@@ -118,6 +118,13 @@ int64_t MountIdAt(int dir_fd, const char* name) {
   return id;
 }
 
+int64_t MountIdOf(const struct statx& stx, int dir_fd, const char* name) {
+  if (Kernel().statx_mount_id && (stx.stx_mask & STATX_MNT_ID) != 0) {
+    return static_cast<int64_t>(stx.stx_mnt_id);
+  }
+  return MountIdAt(dir_fd, name);
+}
+
 int WalkBeneath(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
   constexpr uint64_t kKnown =
       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;

@@ -24,6 +24,8 @@
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_WALK_BENEATH_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_WALK_BENEATH_H_
 
+#include <sys/stat.h>
+
 #include <cstdint>
 
 namespace lustre_csi::volume::os {
@@ -40,6 +42,10 @@ int WalkBeneath(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uin
 // without file handles) /proc/self/fdinfo of an O_PATH descriptor. -1 with
 // errno set on failure.
 int64_t MountIdAt(int dir_fd, const char* name);
+
+// The mount id `stx` reports - a statx(2) of `name` in `dir_fd` that asked
+// for STATX_MNT_ID - where the kernel gives one, else MountIdAt's.
+int64_t MountIdOf(const struct statx& stx, int dir_fd, const char* name);
 
 }  // namespace lustre_csi::volume::os
 
