@@ -10,7 +10,6 @@ std::vector<KernelInterfaces::Entry> KernelInterfaces::Entries() const {
       {"openat2", "5.6", openat2},
       {"mount_api", "5.12", mount_api},
       {"pidfd_open", "5.3", pidfd_open},
-      {"close_range", "5.9", close_range},
       {"statx_mount_id", "5.8", statx_mount_id},
   };
 }

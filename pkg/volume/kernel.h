@@ -25,9 +25,6 @@ struct KernelInterfaces {
   // pidfd_open(2) (5.3): a child's exit seen by poll. Without it: the end of
   // its output, then waitpid.
   bool pidfd_open = true;
-  // close_range(2) (5.9): a child closes every inherited descriptor at once.
-  // Without it: close(2) of each, up to above the highest one open.
-  bool close_range = true;
   // statx(2)'s STATX_MNT_ID and STATX_ATTR_MOUNT_ROOT (5.8): a path's mount
   // id in one call. Without them: the mount id from name_to_handle_at(2)
   // (or /proc/self/fdinfo), in walks and in Stat's answer (mount-point

@@ -43,8 +43,6 @@ KernelInterfaces ProbeKernel() {
     k.pidfd_open = Exists(fd);
     if (fd >= 0) close(static_cast<int>(fd));
   }
-  // first > last: EINVAL where it exists.
-  k.close_range = Exists(syscall(SYS_close_range, 1, 0, 0));
   {
     struct statx stx = {};
     k.statx_mount_id =

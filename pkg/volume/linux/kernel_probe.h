@@ -2,9 +2,8 @@
 // found by calling each one harmlessly and looking for ENOSYS (or EPERM from
 // a seccomp profile), once per process at first use. The real
 // implementations in this directory ask Kernel() before they use one of
-// them and take its fallback when it is missing; close_range (in a forked
-// child, which may not run the probe) and pidfd_open are tried directly and
-// fall back on any error. Thread-safe.
+// them and take its fallback when it is missing; pidfd_open is tried
+// directly and falls back on any error. Thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_KERNEL_PROBE_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_KERNEL_PROBE_H_
 

@@ -1,14 +1,18 @@
 #include "pkg/volume/linux/linux_mount_namespace.h"
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/namespace_threads.h"
 #include "pkg/volume/linux/process.h"
 
 namespace lustre_csi::volume {
@@ -52,8 +56,9 @@ class LinuxMountNamespace : public MountNamespace {
   }
 
   absl::Status Unmount(const std::string& target, int flags) override {
-    absl::StatusOr<ChildReply> reply =
-        InNamespace([&](int fd) { return UnmountInNamespace(fd, target, flags, timeout_); });
+    absl::StatusOr<CallReply> reply = InNamespace(
+        absl::StrCat("unmount ", target),
+        [target, flags](std::string*) { return umount2(target.c_str(), flags) == 0 ? 0 : errno; });
     if (!reply.ok()) return reply.status();
     if (reply->err != 0) {
       return ErrnoError(reply->err, absl::StrCat("unmount ", target, " in ", Describe()));
@@ -62,8 +67,21 @@ class LinuxMountNamespace : public MountNamespace {
   }
 
   absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
-    absl::StatusOr<ChildReply> reply =
-        InNamespace([&](int fd) { return ReadFileInNamespace(fd, path, max_bytes, timeout_); });
+    absl::StatusOr<CallReply> reply =
+        InNamespace(absl::StrCat("read ", path), [path, max_bytes](std::string* data) {
+          int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd < 0) return errno;
+          absl::Cleanup close_fd = [fd] { close(fd); };
+          char buf[4096];
+          while (data->size() < max_bytes) {
+            ssize_t n = read(fd, buf, std::min(sizeof(buf), max_bytes - data->size()));
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return errno;
+            if (n == 0) break;
+            data->append(buf, static_cast<size_t>(n));
+          }
+          return 0;
+        });
     if (!reply.ok()) return reply.status();
     if (reply->err != 0) {
       return ErrnoError(reply->err, absl::StrCat("read ", path, " in ", Describe()));
@@ -72,8 +90,9 @@ class LinuxMountNamespace : public MountNamespace {
   }
 
   absl::StatusOr<bool> Exists(const std::string& path) override {
-    absl::StatusOr<ChildReply> reply =
-        InNamespace([&](int fd) { return AccessInNamespace(fd, path, F_OK, timeout_); });
+    absl::StatusOr<CallReply> reply =
+        InNamespace(absl::StrCat("access ", path),
+                    [path](std::string*) { return access(path.c_str(), F_OK) == 0 ? 0 : errno; });
     if (!reply.ok()) return reply.status();
     if (reply->err == 0) return true;
     if (reply->err == ENOENT || reply->err == ENOTDIR) return false;
@@ -92,18 +111,28 @@ class LinuxMountNamespace : public MountNamespace {
     return fd;
   }
 
-  template <typename Fn>
-  absl::StatusOr<ChildReply> InNamespace(Fn fn) const {
-    absl::StatusOr<int> fd = OpenNamespace();
-    if (!fd.ok()) return fd.status();
-    absl::StatusOr<ChildReply> reply = fn(*fd);
-    if (*fd >= 0) close(*fd);
+  // Runs `call` on a thread that has entered the namespace, bounded by the
+  // timeout. The namespace file is opened at the first call that can.
+  absl::StatusOr<CallReply> InNamespace(const std::string& what, NamespaceThreads::Call call) {
+    NamespaceThreads* threads = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (threads_ == nullptr) {
+        absl::StatusOr<int> fd = OpenNamespace();
+        if (!fd.ok()) return fd.status();
+        threads_ = std::make_unique<NamespaceThreads>(*fd);
+      }
+      threads = threads_.get();
+    }
+    absl::StatusOr<CallReply> reply = threads->Run(what, timeout_, std::move(call));
     if (!reply.ok()) return Annotate(reply.status(), Describe());
     return reply;
   }
 
   const std::string path_;
   const absl::Duration timeout_;
+  absl::Mutex mu_;
+  std::unique_ptr<NamespaceThreads> threads_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

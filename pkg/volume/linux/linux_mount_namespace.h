@@ -1,10 +1,12 @@
-// The Linux MountNamespace: every operation runs in a child process that has
-// entered the namespace file (process.h), opened afresh each time so that a
-// namespace that appears later (or goes away) is seen. With an empty path the
-// children stay in the caller's own namespace: one code path either way.
+// The Linux MountNamespace. Programs (the mount helper) run in a child
+// process that has entered the namespace file, opened afresh for each
+// (process.h). Unmounts, file reads and existence checks run on threads that
+// entered it once (namespace_threads.h): no process per call. With an empty
+// path both stay in the caller's own namespace: one code path either way.
 //
-// `timeout` bounds unmounts and file reads; programs get the timeout their
-// caller passes. Visible only to the binary, e2e tests and this package.
+// `timeout` bounds unmounts and file reads (a call stuck in the kernel past
+// it is DEADLINE_EXCEEDED, and its thread is given up); programs get the
+// timeout their caller passes. Visible only to the binary, e2e tests and this package.
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_MOUNT_NAMESPACE_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_LINUX_MOUNT_NAMESPACE_H_
 

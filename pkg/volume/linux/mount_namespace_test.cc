@@ -1,20 +1,27 @@
 // Child processes and the Linux MountNamespace against a real second mount
 // namespace (needs root; runs inside a private namespace of its own).
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/linux_mount_namespace.h"
+#include "pkg/volume/linux/namespace_threads.h"
 #include "pkg/volume/linux/process.h"
 #include "pkg/volume/test_dir.h"
 
@@ -130,12 +137,130 @@ TEST_F(MountNamespaceTest, UnreachableNamespaceIsAPrecondition) {
   EXPECT_EQ(ns->ReadFile("/proc/filesystems", 10).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ns->Exists("/").status().code(), absl::StatusCode::kFailedPrecondition);
-  // A file that is not a namespace cannot be entered either.
+  // A file that is not a namespace cannot be entered either, by a child or
+  // by a thread.
   WriteFile(tmp_.Sub("not-a-ns"), "");
-  absl::StatusOr<ProcessResult> r = NewLinuxMountNamespace(tmp_.Sub("not-a-ns"), absl::Seconds(5))
-                                        ->Run({"/bin/true"}, {}, absl::Seconds(5));
+  std::unique_ptr<MountNamespace> not_ns =
+      NewLinuxMountNamespace(tmp_.Sub("not-a-ns"), absl::Seconds(5));
+  absl::StatusOr<ProcessResult> r = not_ns->Run({"/bin/true"}, {}, absl::Seconds(5));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
   EXPECT_EQ(ErrnoOf(r.status()), EINVAL);
+  absl::Status unmounted = not_ns->Unmount(dir_, 0);
+  EXPECT_EQ(unmounted.code(), absl::StatusCode::kFailedPrecondition) << unmounted;
+  EXPECT_EQ(ErrnoOf(unmounted), EINVAL);
+  EXPECT_EQ(not_ns->Exists("/").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The namespace a thread of this process is in (its /proc/thread-self link).
+std::string ThreadNamespace() {
+  char buf[64] = {};
+  ssize_t n = readlink("/proc/thread-self/ns/mnt", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : std::string("?");
+}
+
+std::string NamespaceOf(const std::string& ns_path) {
+  char buf[64] = {};
+  ssize_t n = readlink(ns_path.c_str(), buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : std::string("?");
+}
+
+TEST_F(MountNamespaceTest, CallsRunOnThreadsOfThisProcessInsideTheNamespace) {
+  OtherNamespace other(dir_);
+  ASSERT_TRUE(other.ok());
+  int fd = open(other.ns_path().c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  NamespaceThreads threads(fd);
+  const pid_t self = getpid();
+  const std::string marker = dir_ + "/marker";
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<CallReply> reply =
+        threads.Run("look", absl::Seconds(30), [self, marker](std::string* data) {
+          // A thread of this process, not a child, in the other namespace.
+          if (getpid() != self || syscall(SYS_gettid) == self) return EPERM;
+          *data = ThreadNamespace();
+          return access(marker.c_str(), F_OK) == 0 ? 0 : errno;
+        });
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_EQ(reply->err, 0) << strerror(reply->err);
+    EXPECT_EQ(reply->data, NamespaceOf(other.ns_path()));
+  }
+  // One call at a time needs one thread; this thread stayed where it was.
+  EXPECT_EQ(threads.Threads(), 1);
+  EXPECT_EQ(ThreadNamespace(), NamespaceOf("/proc/self/ns/mnt"));
+  EXPECT_NE(ThreadNamespace(), NamespaceOf(other.ns_path()));
+}
+
+TEST(NamespaceThreadsTest, AStuckCallIsGivenUpAndOthersGoOn) {
+  NamespaceThreads::Options options;
+  options.max_stuck = 2;
+  NamespaceThreads threads(-1, options);
+  absl::Notification release;
+  std::atomic<int> finished{0};
+  auto stuck = [&release, &finished](std::string*) {
+    release.WaitForNotification();
+    finished.fetch_add(1);
+    return 0;
+  };
+  absl::StatusOr<CallReply> first = threads.Run("hang one", absl::Milliseconds(100), stuck);
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kDeadlineExceeded) << first.status();
+  EXPECT_NE(first.status().message().find("hang one: no answer within 100ms"), std::string::npos)
+      << first.status();
+  EXPECT_EQ(threads.Stuck(), 1);
+  // Other calls get another thread meanwhile.
+  absl::StatusOr<CallReply> quick =
+      threads.Run("quick", absl::Seconds(30), [](std::string* d) { return (*d = "ok", 0); });
+  ASSERT_TRUE(quick.ok()) << quick.status();
+  EXPECT_EQ(quick->data, "ok");
+  EXPECT_EQ(threads.Run("hang two", absl::Milliseconds(50), stuck).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  // At the limit of stuck calls, new ones are refused rather than piled up.
+  absl::StatusOr<CallReply> refused =
+      threads.Run("third", absl::Seconds(30), [](std::string*) { return 0; });
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  // Two stuck: the second hang took the thread the quick call left waiting.
+  EXPECT_EQ(threads.Threads(), 2);
+
+  // Once the kernel lets go, the given-up threads end and calls are taken again.
+  release.Notify();
+  for (int i = 0; i < 2000 && (threads.Stuck() > 0 || threads.Threads() > 0); ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(finished.load(), 2);
+  EXPECT_EQ(threads.Stuck(), 0);
+  EXPECT_EQ(threads.Threads(), 0);
+  absl::StatusOr<CallReply> again =
+      threads.Run("again", absl::Seconds(30), [](std::string*) { return ENOENT; });
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->err, ENOENT);
+  EXPECT_EQ(threads.Threads(), 1);
+}
+
+TEST(NamespaceThreadsTest, OverlappingCallsGetThreadsOfTheirOwnAndFewStayIdle) {
+  NamespaceThreads::Options options;
+  options.max_idle = 2;
+  NamespaceThreads threads(-1, options);
+  constexpr int kCalls = 6;
+  std::atomic<int> inside{0};
+  absl::Notification all_inside;
+  std::vector<std::thread> callers;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kCalls; ++i) {
+    callers.emplace_back([&] {
+      absl::StatusOr<CallReply> r = threads.Run("wait", absl::Seconds(60), [&](std::string*) {
+        // Every call waits until all of them run at once: only possible on
+        // threads of their own.
+        if (inside.fetch_add(1) + 1 == kCalls) all_inside.Notify();
+        all_inside.WaitForNotification();
+        return 0;
+      });
+      if (r.ok() && r->err == 0) ok.fetch_add(1);
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(ok.load(), kCalls);
+  for (int i = 0; i < 2000 && threads.Threads() > 2; ++i) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(threads.Threads(), 2);
+  EXPECT_EQ(threads.Stuck(), 0);
 }
 
 TEST(RunProcessTest, ExitStatusSignalAndEnvironment) {

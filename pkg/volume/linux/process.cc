@@ -1,12 +1,9 @@
 #include "pkg/volume/linux/process.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,12 +15,10 @@
 #include <thread>
 
 #include "absl/cleanup/cleanup.h"
-#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/linux/kernel_probe.h"
 
 extern char** environ;
 
@@ -32,9 +27,8 @@ namespace {
 
 constexpr size_t kMaxOutput = 64 * 1024;
 
-// What a child reports on its status pipe: the step that failed and why, or
-// (for actions) that it finished with `err`.
-enum Stage : int32_t { kEnterNamespace = 1, kExec = 2, kActionDone = 3 };
+// What a child reports on its status pipe: the step that failed and why.
+enum Stage : int32_t { kEnterNamespace = 1, kExec = 2 };
 struct StatusWord {
   int32_t stage;
   int32_t err;
@@ -104,35 +98,6 @@ void ChildEnter(int mount_ns_fd, int status_fd) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
-// Where a child's close loop stops on a kernel without close_range(2):
-// above the highest descriptor open now, with room for the few other
-// threads may open before the fork (new descriptors take the lowest free
-// numbers), and never above the soft limit. 0 where close_range exists.
-int CloseLoopEnd() {
-  if (os::Kernel().close_range) return 0;
-  struct rlimit rl;
-  int limit = 1 << 20;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-      rl.rlim_cur < static_cast<rlim_t>(limit)) {
-    limit = static_cast<int>(rl.rlim_cur);
-  }
-  int highest = 2;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) highest = std::max(highest, std::atoi(e->d_name));
-    closedir(d);
-  } else {
-    return limit;
-  }
-  return std::min(limit, highest + 1 + 1024);
-}
-
-// Child side: closes every descriptor from 3 on, with close_range(2), or
-// before Linux 5.9 one close(2) each below `end` (async-signal-safe).
-void CloseFrom3(int end) {
-  if (syscall(SYS_close_range, 3, ~0U, 0) == 0) return;
-  for (int fd = 3; fd < end; ++fd) close(fd);
 }
 
 // Forks with every signal blocked around the fork, so no handler of this
@@ -224,54 +189,6 @@ std::optional<StatusWord> ReadStatusWord(int fd) {
   return word;
 }
 
-// Runs `action` in a child that has entered `mount_ns_fd`. The action gets
-// a descriptor to send data back on and returns an errno (0 for success); it
-// must be async-signal-safe.
-absl::StatusOr<ChildReply> RunAction(int mount_ns_fd, absl::Duration timeout, size_t max_data,
-                                     absl::string_view what,
-                                     absl::FunctionRef<int(int data_fd)> action) {
-  Pipe data, status;
-  if (absl::Status s = MakePipe(data); !s.ok()) return s;
-  if (absl::Status s = MakePipe(status); !s.ok()) return s;
-  const int close_end = CloseLoopEnd();
-  pid_t pid = ForkQuietly();
-  if (pid < 0) return ErrnoError(errno, "fork");
-  if (pid == 0) {
-    ChildEnter(mount_ns_fd, status.write);
-    // Keep only the two pipes (as 1 and 2): a child that hangs in the kernel
-    // must not hold other callers' pipes open.
-    dup2(data.write, 1);
-    dup2(status.write, 2);
-    CloseFrom3(close_end);
-    int err = action(1);
-    StatusWord word{kActionDone, err};
-    WriteAll(2, &word, sizeof(word));
-    _exit(0);
-  }
-  data.CloseWrite();
-  status.CloseWrite();
-  ChildReply reply;
-  absl::StatusOr<std::optional<int>> waited =
-      Supervise(pid, data.read, absl::Now() + timeout, max_data, reply.data);
-  if (!waited.ok() || !waited->has_value()) {
-    kill(pid, SIGKILL);
-    ReapInBackground(pid);
-    if (!waited.ok()) return waited.status();
-    return absl::DeadlineExceededError(
-        absl::StrCat(what, ": no answer within ", absl::FormatDuration(timeout)));
-  }
-  std::optional<StatusWord> word = ReadStatusWord(status.read);
-  if (!word.has_value()) {
-    return absl::InternalError(absl::StrCat(what, ": the child process ended without an answer"));
-  }
-  if (word->stage == kEnterNamespace) {
-    return ErrnoErrorWithCode(absl::StatusCode::kFailedPrecondition, word->err,
-                              "entering the mount namespace");
-  }
-  reply.err = word->err;
-  return reply;
-}
-
 }  // namespace
 
 absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, absl::Duration timeout) {
@@ -355,46 +272,6 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, absl::Duration
     result.exit_code = WEXITSTATUS(wait_status);
   }
   return result;
-}
-
-absl::StatusOr<ChildReply> UnmountInNamespace(int mount_ns_fd, const std::string& target, int flags,
-                                              absl::Duration timeout) {
-  const char* path = target.c_str();
-  return RunAction(mount_ns_fd, timeout, 0, absl::StrCat("unmount ", target),
-                   [&](int) { return umount2(path, flags) == 0 ? 0 : errno; });
-}
-
-absl::StatusOr<ChildReply> ReadFileInNamespace(int mount_ns_fd, const std::string& path,
-                                               size_t max_bytes, absl::Duration timeout) {
-  const char* p = path.c_str();
-  return RunAction(mount_ns_fd, timeout, max_bytes, absl::StrCat("read ", path), [&](int data_fd) {
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno;
-    char buf[4096];
-    size_t sent = 0;
-    int err = 0;
-    while (sent < max_bytes) {
-      ssize_t n = read(fd, buf, sizeof(buf));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        err = errno;
-        break;
-      }
-      if (n == 0) break;
-      size_t keep = std::min(static_cast<size_t>(n), max_bytes - sent);
-      WriteAll(data_fd, buf, keep);
-      sent += keep;
-    }
-    close(fd);
-    return err;
-  });
-}
-
-absl::StatusOr<ChildReply> AccessInNamespace(int mount_ns_fd, const std::string& path, int mode,
-                                             absl::Duration timeout) {
-  const char* p = path.c_str();
-  return RunAction(mount_ns_fd, timeout, 0, absl::StrCat("access ", path),
-                   [&](int) { return access(p, mode) == 0 ? 0 : errno; });
 }
 
 }  // namespace lustre_csi::volume

@@ -1,10 +1,8 @@
-// Running helper programs and short actions in a child process, optionally
-// inside another mount namespace.
+// Running helper programs in a child process, optionally inside another mount
+// namespace (short system calls there run on namespace_threads.h instead).
 //
-// The child is forked (a multithreaded process cannot enter another mount
-// namespace itself: setns(CLONE_NEWNS) needs an unshared fs_struct), enters
-// the namespace given by an open namespace file descriptor, and then either
-// execs a program or runs one system call there. Between fork and exec the
+// The child is forked, enters the namespace given by an open namespace file
+// descriptor, and then execs the program. Between fork and exec the
 // child only makes async-signal-safe calls; everything it needs is prepared
 // before the fork. Entering a mount namespace also moves the child's root and
 // working directory to that namespace's root, so paths the child uses are the
@@ -46,29 +44,6 @@ struct ProcessSpec {
 //     killed.
 //   INVALID_ARGUMENT: empty argv, a relative argv[0], or a NUL in an argument.
 absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, absl::Duration timeout);
-
-// What one system call in a child process answered: the errno (0 for
-// success) and any bytes the child sent back.
-struct ChildReply {
-  int err = 0;
-  std::string data;
-};
-
-// umount2(target, flags) in a child that has entered `mount_ns_fd`.
-// FAILED_PRECONDITION when the namespace cannot be entered; DEADLINE_EXCEEDED
-// when the child does not answer within `timeout` (it is killed, though a
-// process stuck in the kernel may outlive that).
-absl::StatusOr<ChildReply> UnmountInNamespace(int mount_ns_fd, const std::string& target, int flags,
-                                              absl::Duration timeout);
-
-// Reads at most `max_bytes` of the file at `path` in a child that has entered
-// `mount_ns_fd`. err is the errno of open or read.
-absl::StatusOr<ChildReply> ReadFileInNamespace(int mount_ns_fd, const std::string& path,
-                                               size_t max_bytes, absl::Duration timeout);
-
-// access(path, mode) in a child that has entered `mount_ns_fd`.
-absl::StatusOr<ChildReply> AccessInNamespace(int mount_ns_fd, const std::string& path, int mode,
-                                             absl::Duration timeout);
 
 }  // namespace lustre_csi::volume
 
