@@ -96,9 +96,9 @@ class MountBackend {
   // a bind of a mount that other targets share.
   virtual volume::UnmountOptions TargetUnmountOptions() const { return {}; }
 
-  // Called after a target was unmounted (or an unmount was tried), so a
+  // Called after `target` was unmounted (or an unmount was tried), so a
   // backend can let go of what no target needs any more.
-  virtual void Released() {}
+  virtual void Released(const std::string& target) {}
 };
 
 struct LustreBackendOptions {
@@ -143,8 +143,11 @@ struct SharedClientOptions {
 // other namespaces (the host's) have them too. Options that are not per-mount
 // flags (flock, user_xattr, lazystatfs, ...) act on the whole client and
 // select another one. A client goes when the last mount of it outside
-// `client_dir` goes (Released); who uses what is read from the mount table
-// every time, so a restart or kill -9 loses nothing. A dead client (ENOTCONN,
+// `client_dir` goes (Released). Who uses which client is kept in memory:
+// read from the mount table once at start (so a restart or kill -9 loses
+// nothing), kept by every publish and unpublish with per-path checks, and
+// confirmed against the table only when a client may have become idle, before
+// it is unmounted; publishes, repeats and unpublishes read no table. A dead client (ENOTCONN,
 // ESTALE) is unmounted lazily and mounted again for the next publish; binds of
 // other clients are not touched. Metrics (may be null): lustre_csi_clients,
 // lustre_csi_client_mounts_in_use, lustre_csi_publishes_total{client}.

@@ -165,7 +165,7 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
         absl::Status undo =
             volume::UnmountWithEscalation(*sys_, req.target_path, backend_->TargetUnmountOptions());
         if (!undo.ok()) LOG(ERROR) << "undoing mount at " << req.target_path << ": " << undo;
-        backend_->Released();
+        backend_->Released(req.target_path);
       }
     }
   }
@@ -217,8 +217,8 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
     published_groups_.erase(target_path);
   }
   // Also after a failure: the unmount may have worked before a later step
-  // failed (the backend reads the mount table itself).
-  backend_->Released();
+  // failed (the backend looks at the target itself).
+  backend_->Released(target_path);
   if (status.ok()) {
     LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
   } else {

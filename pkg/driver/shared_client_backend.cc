@@ -85,7 +85,7 @@ class SharedClientBackend : public MountBackend {
           "mounts from each Lustre client (publishes and working mounts)", {"client"});
       metrics->AddCollector([this] { Collect(); });
     }
-    Sweep();
+    Start();
   }
 
   absl::string_view Mode() const override { return "lustre"; }
@@ -121,7 +121,7 @@ class SharedClientBackend : public MountBackend {
     absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
     if (!root.ok()) return root.status();
     absl::Status status = fn(*sys_, *root);
-    ReleaseIfUnused(*root);
+    if (Users(client.name) == 0) ReleaseIfUnused(client.name);
     return status;
   }
 
@@ -134,52 +134,70 @@ class SharedClientBackend : public MountBackend {
     if (!root.ok()) return root.status();
     absl::Status status = BindFrom(*root, source, target, BindOptionsOf(options));
     if (!status.ok()) {
-      ReleaseIfUnused(*root);
+      if (Users(client.name) == 0) ReleaseIfUnused(client.name);
       return status;
     }
+    AddUser(client.name, target);
     if (publishes_ != nullptr) publishes_->Increment({fresh ? "new" : "existing"});
     LOG(INFO) << "bound " << source.Spec() << " at " << target << " from the "
               << (fresh ? "new" : "existing") << " client " << *root;
     return absl::OkStatus();
   }
 
+  // Per path, without the mount table: the target is on the device of the
+  // client with these client-wide options (each client mount is a
+  // superblock of its own), is the volume's directory beneath that client's
+  // root (device and inode), and has the per-mount flags asked for
+  // (statfs(2) reports a mount's flags).
   absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
                                  const std::vector<std::string>& options) override {
-    volume::MountChecker checker(sys_);
-    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
-    if (!table.ok()) return table.status();
-    std::optional<volume::MountEntry> entry = volume::TopMountAt(*table, target);
-    if (!entry.has_value()) return false;
-    // The MGS part is decided by the client the bind comes from (its
-    // directory's key); the rest must be the volume's.
-    if (FsPart(MountedSpec(*entry)) != FsPart(source.Spec()) ||
-        !PerMountFlagsMatch(entry->options, BindOptionsOf(options), true)) {
-      return false;
+    const std::string dir = ClientDir(ClientFor(source, options).name);
+    absl::StatusOr<volume::FileInfo> have = sys_->Stat(target);
+    if (!have.ok()) return have.status();
+    absl::StatusOr<volume::FileInfo> root = sys_->Stat(dir);
+    if (absl::IsNotFound(root.status())) return false;
+    if (!root.ok()) return root.status();
+    if (root->dev != have->dev) return false;
+    absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(dir, *root);
+    if (!mounted.ok()) return mounted.status();
+    if (!*mounted) return false;
+    absl::StatusOr<volume::FileInfo> want = *root;
+    if (!source.sub_dir.empty()) {
+      absl::StatusOr<std::string> path = sys_->ResolveBeneath(dir, source.sub_dir);
+      if (absl::IsNotFound(path.status())) return false;
+      if (!path.ok()) return path.status();
+      want = sys_->Stat(*path);
+      if (absl::IsNotFound(want.status())) return false;
+      if (!want.ok()) return want.status();
     }
-    // From a client with the same client-wide options?
-    const std::string wanted = ClientDir(ClientFor(source, options).name);
-    for (const volume::MountEntry& e : *table) {
-      if (e.mount_point == wanted && SameDevice(e, *entry)) return true;
-    }
-    return false;
+    if (want->dev != have->dev || want->ino != have->ino) return false;
+    absl::StatusOr<volume::FsStats> stats = sys_->Statfs(target);
+    if (!stats.ok()) return stats.status();
+    return PerMountFlagsMatch(volume::PerMountOptionsText(stats->mount_flags),
+                              BindOptionsOf(options), true);
   }
 
-  void Released() override { Sweep(); }
-
-  // Unmounts every client nothing uses: after an unpublish (of any client:
-  // one that a crash left behind goes too), and once at start.
-  void Sweep() {
-    volume::MountChecker checker(sys_);
-    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
-    if (!table.ok()) {
-      LOG(WARNING) << "cannot read the mount table to release unused Lustre clients: "
-                   << table.status();
+  // The target is no longer a user of its client once nothing is mounted
+  // there (an unmount that failed leaves it one); a client without users
+  // may be idle, which the mount table then decides.
+  void Released(const std::string& target) override {
+    std::string name;
+    {
+      absl::MutexLock lock(&users_mu_);
+      auto it = client_of_.find(target);
+      if (it == client_of_.end()) return;
+      name = it->second;
+    }
+    absl::MutexLock lock(LockFor(name));
+    absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(target);
+    if (!absl::IsNotFound(mounted.status()) && !(mounted.ok() && !*mounted)) {
+      if (!mounted.ok()) {
+        LOG(WARNING) << "keeping " << target << " as a user of client " << name << ": "
+                     << mounted.status();
+      }
       return;
     }
-    for (const std::string& name : ClientNames(*table)) {
-      absl::MutexLock lock(LockFor(name));
-      ReleaseIfUnused(ClientDir(name));
-    }
+    if (RemoveUser(name, target) == 0) ReleaseIfUnused(name);
   }
 
  private:
@@ -223,6 +241,41 @@ class SharedClientBackend : public MountBackend {
            path.find('/', options_.client_dir.size() + 1) == std::string::npos;
   }
 
+  // The targets `table` shows bound from the client `name` (empty when it
+  // is not mounted).
+  std::set<std::string> UsersIn(const std::vector<volume::MountEntry>& table,
+                                const std::string& name) const {
+    std::set<std::string> users;
+    std::optional<volume::MountEntry> client = volume::TopMountAt(table, ClientDir(name));
+    if (!client.has_value()) return users;
+    std::set<std::string> names = ClientNames(table);
+    for (const volume::MountEntry& e : table) {
+      if (IsUserOf(e, *client, names)) users.insert(e.mount_point);
+    }
+    return users;
+  }
+
+  // Once at start: who uses which client, from the mount table; then every
+  // client nothing uses goes (one a crash left behind too).
+  void Start() {
+    absl::StatusOr<std::vector<volume::MountEntry>> table = volume::MountChecker(sys_).List();
+    if (!table.ok()) {
+      LOG(WARNING) << "cannot read the mount table to find the Lustre clients in use: "
+                   << table.status();
+      return;
+    }
+    std::vector<std::string> idle;
+    for (const std::string& name : ClientNames(*table)) {
+      std::set<std::string> users = UsersIn(*table, name);
+      if (users.empty()) idle.push_back(name);
+      SetUsers(name, users);
+    }
+    for (const std::string& name : idle) {
+      absl::MutexLock lock(LockFor(name));
+      ReleaseIfUnused(name);
+    }
+  }
+
   absl::Mutex* LockFor(const std::string& name) {
     absl::MutexLock lock(&locks_mu_);
     std::unique_ptr<absl::Mutex>& mu = locks_[name];
@@ -230,28 +283,84 @@ class SharedClientBackend : public MountBackend {
     return mu.get();
   }
 
-  // The client's root, mounted (by this call when `fresh`). Call with the
+  // The users of each client, in memory. Changed with the client's lock
+  // held (LockFor), which is taken before users_mu_.
+  int Users(const std::string& name) {
+    absl::MutexLock lock(&users_mu_);
+    auto it = users_.find(name);
+    return it == users_.end() ? 0 : static_cast<int>(it->second.size());
+  }
+  void AddUser(const std::string& name, const std::string& target) {
+    absl::MutexLock lock(&users_mu_);
+    auto old = client_of_.find(target);
+    if (old != client_of_.end() && old->second != name) users_[old->second].erase(target);
+    client_of_[target] = name;
+    users_[name].insert(target);
+  }
+  // The users left.
+  int RemoveUser(const std::string& name, const std::string& target) {
+    absl::MutexLock lock(&users_mu_);
+    auto it = client_of_.find(target);
+    if (it != client_of_.end() && it->second == name) client_of_.erase(it);
+    std::set<std::string>& users = users_[name];
+    users.erase(target);
+    return static_cast<int>(users.size());
+  }
+  // Replaces what is known of the client `name` (its users, whether it is
+  // mounted) with what the mount table showed.
+  void SetUsers(const std::string& name, const std::set<std::string>& users) {
+    absl::MutexLock lock(&users_mu_);
+    for (const std::string& target : users_[name]) client_of_.erase(target);
+    for (const std::string& target : users) client_of_[target] = name;
+    users_[name] = users;
+    mounted_.insert(name);
+  }
+  void Forget(const std::string& name) {
+    absl::MutexLock lock(&users_mu_);
+    for (const std::string& target : users_[name]) client_of_.erase(target);
+    users_.erase(name);
+    mounted_.erase(name);
+  }
+  bool KnownMounted(const std::string& name) {
+    absl::MutexLock lock(&users_mu_);
+    return mounted_.count(name) > 0;
+  }
+
+  // The client's root, mounted (by this call when `fresh`). A client this
+  // process knows is checked at its path alone (a mount point, alive); the
+  // mount table is read only for one it does not know. Call with the
   // client's lock held.
   absl::StatusOr<std::string> EnsureClient(const Client& client, bool* fresh) {
     const std::string dir = ClientDir(client.name);
+    if (KnownMounted(client.name)) {
+      absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
+      if (alive.ok()) {
+        absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(dir, *alive);
+        if (mounted.ok() && *mounted) return dir;
+      }
+      // Dead, or unmounted behind this process's back: the table decides.
+    }
     if (absl::Status s = volume::MkdirAll(*sys_, options_.client_dir, 0750); !s.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "client mount directory ", options_.client_dir, " is not usable: ", s.message()));
     }
-    volume::MountChecker checker(sys_);
-    absl::StatusOr<std::optional<volume::MountEntry>> entry = checker.FindMountAt(dir);
-    if (!entry.ok()) return entry.status();
-    if (entry->has_value()) {
+    absl::StatusOr<std::vector<volume::MountEntry>> table = volume::MountChecker(sys_).List();
+    if (!table.ok()) return table.status();
+    std::optional<volume::MountEntry> entry = volume::TopMountAt(*table, dir);
+    if (entry.has_value()) {
       // Only this backend mounts in its directories: a mount there of the
       // file system is the client of this key, whatever form the helper gave
       // the MGS NIDs in the mount table.
       absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
       std::optional<int> err = volume::ErrnoOf(alive.status());
       bool dead = !alive.ok() && err.has_value() && (*err == ENOTCONN || *err == ESTALE);
-      if (alive.ok() && FsPart(MountedSpec(**entry)) == client.root.fs_name) return dir;
+      if (alive.ok() && FsPart(MountedSpec(*entry)) == client.root.fs_name) {
+        SetUsers(client.name, UsersIn(*table, client.name));
+        return dir;
+      }
       if (!alive.ok() && !dead) return alive.status();
       if (alive.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(dir, " holds ", MountedSpec(**entry),
+        return absl::FailedPreconditionError(absl::StrCat(dir, " holds ", MountedSpec(*entry),
                                                           ", not a client of ", client.root.Spec(),
                                                           "; unmount it by hand"));
       }
@@ -262,6 +371,7 @@ class SharedClientBackend : public MountBackend {
       if (absl::Status s = sys_->Unmount(dir, volume::kMntDetach); !s.ok()) {
         return volume::Annotate(s, absl::StrCat("detaching the dead client ", dir));
       }
+      Forget(client.name);
     }
     absl::Status made = sys_->Mkdir(dir, 0750);
     if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
@@ -269,6 +379,7 @@ class SharedClientBackend : public MountBackend {
     }
     absl::Status mounted = clients_->Mount(client.root, dir, client.options);
     if (!mounted.ok()) return mounted;
+    SetUsers(client.name, {});
     *fresh = true;
     LOG(INFO) << "mounted Lustre client " << client.root.Spec()
               << (client.options.empty() ? "" : " -o " + absl::StrJoin(client.options, ","))
@@ -298,42 +409,42 @@ class SharedClientBackend : public MountBackend {
     return bound;
   }
 
-  // Unmounts the client at `root` when no mount of it is left outside the
-  // client directory. Call with the client's lock held.
-  void ReleaseIfUnused(const std::string& root) {
-    volume::MountChecker checker(sys_);
-    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
+  // Unmounts the client `name` when the mount table shows no mount of it
+  // left outside the client directory; otherwise takes the users the table
+  // shows. Call with the client's lock held.
+  void ReleaseIfUnused(const std::string& name) {
+    const std::string root = ClientDir(name);
+    absl::StatusOr<std::vector<volume::MountEntry>> table = volume::MountChecker(sys_).List();
     if (!table.ok()) {
       LOG(WARNING) << "keeping client " << root << ": " << table.status();
       return;
     }
-    std::optional<volume::MountEntry> client = volume::TopMountAt(*table, root);
-    if (!client.has_value()) return;
-    std::set<std::string> names = ClientNames(*table);
-    for (const volume::MountEntry& e : *table) {
-      if (IsUserOf(e, *client, names)) return;  // still backs a target
+    if (!volume::TopMountAt(*table, root).has_value()) {
+      Forget(name);
+      return;
+    }
+    std::set<std::string> users = UsersIn(*table, name);
+    if (!users.empty()) {
+      SetUsers(name, users);  // still backs targets this process did not know of
+      return;
     }
     absl::Status cleaned = volume::CleanupMountPoint(*sys_, root);
     if (cleaned.ok()) {
+      Forget(name);
       LOG(INFO) << "unmounted Lustre client " << root << ": nothing uses it";
     } else {
       LOG(WARNING) << "unmounting unused Lustre client " << root << ": " << cleaned;
     }
   }
 
+  // From memory: the clients this process knows mounted and their users.
   void Collect() {
-    volume::MountChecker checker(sys_);
-    absl::StatusOr<std::vector<volume::MountEntry>> table = checker.List();
-    if (!table.ok()) return;
     std::map<server::LabelValues, double> clients, uses;
-    std::set<std::string> names = ClientNames(*table);
-    for (const volume::MountEntry& client : *table) {
-      if (!IsClientRoot(client.mount_point)) continue;
-      std::string name = client.mount_point.substr(options_.client_dir.size() + 1);
+    absl::MutexLock lock(&users_mu_);
+    for (const std::string& name : mounted_) {
       clients[{name.substr(0, name.rfind('-'))}] += 1;
-      double n = 0;
-      for (const volume::MountEntry& e : *table) n += IsUserOf(e, client, names) ? 1 : 0;
-      uses[{name}] = n;
+      auto it = users_.find(name);
+      uses[{name}] = it == users_.end() ? 0 : static_cast<double>(it->second.size());
     }
     client_gauge_->Reset(std::move(clients));
     use_gauge_->Reset(std::move(uses));
@@ -347,6 +458,10 @@ class SharedClientBackend : public MountBackend {
   server::Gauge* use_gauge_ = nullptr;
   absl::Mutex locks_mu_;
   std::map<std::string, std::unique_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(locks_mu_);
+  absl::Mutex users_mu_;
+  std::map<std::string, std::set<std::string>> users_ ABSL_GUARDED_BY(users_mu_);
+  std::map<std::string, std::string> client_of_ ABSL_GUARDED_BY(users_mu_);  // target -> client
+  std::set<std::string> mounted_ ABSL_GUARDED_BY(users_mu_);
 };
 
 }  // namespace

@@ -118,6 +118,69 @@ TEST_F(SharedClientTest, ManyPublishesOfOneFileSystemShareOneClient) {
   EXPECT_THAT(ns_.Unmounts(), SizeIs(20 + 1));
 }
 
+// On a node with many mounts a read of the whole mount table costs
+// milliseconds: who uses a client is known in memory, and the table is read
+// only when a client may have become idle.
+TEST_F(SharedClientTest, PublishesRepeatsAndUnpublishesReadNoMountTableWhileTheClientIsInUse) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  sys_.ResetCalls();
+  for (int i = 0; i < 3; ++i) {
+    std::string target = absl::StrCat("/pods/b", i);
+    ASSERT_TRUE(logic_->Publish(Request(target, "y")).ok());
+    ASSERT_TRUE(logic_->Publish(Request(target, "y")).ok()) << "a repeat";
+    ASSERT_TRUE(logic_->Unpublish("v", target).ok());
+  }
+  EXPECT_EQ(sys_.CallCount(volume::SyscallOp::kReadMountInfo), 0);
+  EXPECT_EQ(ClientMounts(), 1);
+  EXPECT_EQ(ns_.Unmounts().size(), 3u);
+  // The last user goes: the table confirms the client is idle, and it goes.
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+  EXPECT_GE(sys_.CallCount(volume::SyscallOp::kReadMountInfo), 1);
+  EXPECT_EQ(ClientMounts(), 0);
+}
+
+// A repeat is answered from the target itself: another sub-dir of the same
+// client, other per-mount flags or another client are a different mount.
+TEST_F(SharedClientTest, ARepeatMustBeTheSameDirectoryFlagsAndClient) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/other", "y")).ok());
+  EXPECT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  EXPECT_EQ(logic_->Publish(Request("/pods/a", "y")).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(logic_->Publish(Request("/pods/a", "")).code(), absl::StatusCode::kAlreadyExists);
+  PublishRequest ro = Request("/pods/a", "x");
+  ro.read_only = true;
+  EXPECT_EQ(logic_->Publish(ro).code(), absl::StatusCode::kAlreadyExists);
+  PublishRequest noexec = Request("/pods/a", "x");
+  noexec.mount_flags = {"noexec"};
+  EXPECT_EQ(logic_->Publish(noexec).code(), absl::StatusCode::kAlreadyExists);
+  PublishRequest flock = Request("/pods/a", "x");
+  flock.mount_flags = {"flock"};
+  EXPECT_EQ(logic_->Publish(flock).code(), absl::StatusCode::kAlreadyExists);
+  // And the other way: a read-only bind asked again read-only is the same.
+  PublishRequest ro_b = Request("/pods/ro", "x");
+  ro_b.read_only = true;
+  ro_b.mount_flags = {"noatime"};
+  ASSERT_TRUE(logic_->Publish(ro_b).ok());
+  EXPECT_TRUE(logic_->Publish(ro_b).ok());
+  for (const char* t : {"/pods/a", "/pods/other", "/pods/ro"}) {
+    ASSERT_TRUE(logic_->Unpublish("v", t).ok()) << t;
+  }
+  EXPECT_EQ(ClientMounts(), 0);
+}
+
+// An unpublish whose unmount failed leaves the target a user: the client
+// stays until the target really goes.
+TEST_F(SharedClientTest, AFailedUnmountKeepsItsClient) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  sys_.FailNext(volume::SyscallOp::kUnmount, EIO, 100);
+  EXPECT_FALSE(logic_->Unpublish("v", "/pods/a").ok());
+  EXPECT_EQ(ClientMounts(), 1);
+  EXPECT_TRUE(sys_.Exists("/pods/a/"));
+  sys_.FailNext(volume::SyscallOp::kUnmount, EIO, 0);
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+  EXPECT_EQ(ClientMounts(), 0);
+}
+
 // A kernel where binds with flags cannot be made (no mount API and no
 // staging mount): not ready, saying why, and every publish refused the same
 // way rather than bound without its flags.

@@ -463,7 +463,11 @@ absl::StatusOr<FsStats> FakeSyscalls::Statfs(const std::string& path) {
   int err = Resolve(path, true, &at);
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
   if (err != 0) return ErrnoError(err, absl::StrCat("fake statfs ", path));
-  return mounts_[at.mount]->fs->stats;
+  FsStats stats = mounts_[at.mount]->fs->stats;
+  stats.mount_flags =
+      mounts_[at.mount]->flags & (kMsRdonly | kMsNosuid | kMsNodev | kMsNoexec | kMsNosymfollow |
+                                  kMsNoatime | kMsNodiratime | kMsRelatime | kMsStrictatime);
+  return stats;
 }
 
 absl::StatusOr<FileInfo> FakeSyscalls::Stat(const std::string& path) {
@@ -529,17 +533,10 @@ absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
   absl::MutexLock lock(&mu_);
   std::string out;
   for (const auto& m : mounts_) {
-    std::vector<std::string> opts = {(m->flags & kMsRdonly) ? "ro" : "rw"};
-    if (m->flags & kMsNosuid) opts.push_back("nosuid");
-    if (m->flags & kMsNodev) opts.push_back("nodev");
-    if (m->flags & kMsNoexec) opts.push_back("noexec");
-    if (m->flags & kMsNoatime) opts.push_back("noatime");
-    if (m->flags & kMsNodiratime) opts.push_back("nodiratime");
-    if (!(m->flags & (kMsNoatime | kMsStrictatime))) opts.push_back("relatime");
     std::string super = m->fs->data.empty() ? "rw" : absl::StrCat("rw,", m->fs->data);
     absl::StrAppend(
         &out, m->id, " ", m->parent_id, " ", major(m->fs->dev), ":", minor(m->fs->dev), " ",
-        Escape(m->root), " ", Escape(m->mount_point), " ", absl::StrJoin(opts, ","),
+        Escape(m->root), " ", Escape(m->mount_point), " ", PerMountOptionsText(m->flags),
         m->parent_id == 0 ? " shared:1" : "", " - ", Escape(m->fs->fstype), " ",
         m->fs->source.empty() ? "none" : Escape(m->fs->source), " ", Escape(super), "\n");
   }

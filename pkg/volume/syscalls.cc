@@ -4,11 +4,24 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::volume {
+
+std::string PerMountOptionsText(unsigned long flags) {
+  std::vector<std::string> opts = {(flags & kMsRdonly) ? "ro" : "rw"};
+  if (flags & kMsNosuid) opts.push_back("nosuid");
+  if (flags & kMsNodev) opts.push_back("nodev");
+  if (flags & kMsNoexec) opts.push_back("noexec");
+  if (flags & kMsNoatime) opts.push_back("noatime");
+  if (flags & kMsNodiratime) opts.push_back("nodiratime");
+  if (!(flags & (kMsNoatime | kMsStrictatime))) opts.push_back("relatime");
+  if (flags & kMsNosymfollow) opts.push_back("nosymfollow");
+  return absl::StrJoin(opts, ",");
+}
 
 absl::Status MkdirAll(Syscalls& sys, const std::string& path, uint32_t mode) {
   std::string clean = CleanPath(path);

@@ -38,6 +38,7 @@ inline constexpr unsigned long kMsNosuid = 2;
 inline constexpr unsigned long kMsNodev = 4;
 inline constexpr unsigned long kMsNoexec = 8;
 inline constexpr unsigned long kMsRemount = 32;
+inline constexpr unsigned long kMsNosymfollow = 256;
 inline constexpr unsigned long kMsNoatime = 1024;
 inline constexpr unsigned long kMsNodiratime = 2048;
 inline constexpr unsigned long kMsBind = 4096;
@@ -75,7 +76,16 @@ struct FsStats {
   uint64_t files = 0;
   uint64_t files_free = 0;
   int64_t fs_type = 0;
+  // The per-mount flags of the mount the path is on, as kMs* bits: rdonly,
+  // nosuid, nodev, noexec, nosymfollow, nodiratime, and one of noatime,
+  // relatime or strictatime.
+  unsigned long mount_flags = 0;
 };
+
+// Per-mount flags as /proc/self/mountinfo shows them: "ro" or "rw", then
+// nosuid, nodev, noexec, noatime, nodiratime, relatime (unless noatime or
+// strictatime), nosymfollow.
+std::string PerMountOptionsText(unsigned long flags);
 
 // statx(2) of a path without following a final symlink or triggering an
 // automount. mount_id / mount_root are only meaningful when the matching

@@ -25,11 +25,12 @@
 namespace lustre_csi::volume {
 namespace {
 
-// One line of /proc/self/mountinfo: the mount point and its peer group
-// ("shared:N"), if any.
+// One line of /proc/self/mountinfo: the mount point, its per-mount options
+// and its peer group ("shared:N"), if any.
 struct MountLine {
   std::string mount_point;
   std::string shared;
+  std::string options;
 };
 
 std::vector<MountLine> MountsAt(const std::string& path) {
@@ -38,7 +39,7 @@ std::vector<MountLine> MountsAt(const std::string& path) {
   for (std::string line; std::getline(in, line);) {
     std::vector<std::string> f = absl::StrSplit(line, ' ');
     if (f.size() < 7 || f[4] != path) continue;
-    MountLine m{f[4], ""};
+    MountLine m{f[4], "", f[5]};
     for (size_t i = 6; i < f.size() && f[i] != "-"; ++i) {
       if (f[i].rfind("shared:", 0) == 0) m.shared = f[i];
     }
@@ -185,6 +186,27 @@ TEST_P(BindWithFlagsTest, BindMountWithFlagsKeepsTheSourcesFlags) {
     EXPECT_TRUE(flags & ST_NOEXEC) << view;
     EXPECT_TRUE(flags & ST_NODEV) << view << ": the source's own flag was lost";
     EXPECT_FALSE(flags & ST_RDONLY) << view;
+  }
+}
+
+// Statfs reports a mount's own flags, as the mount table shows them: what
+// the shared clients' repeat check reads instead of the table.
+TEST_P(BindWithFlagsTest, StatfsShowsTheBindsFlagsAsTheMountTableDoes) {
+  ASSERT_TRUE(sys_->PrepareBinds().ok());
+  const unsigned long cases[] = {0, kMsRdonly | kMsNosuid, kMsNoatime | kMsNodev | kMsNoexec,
+                                 kMsNodiratime | kMsStrictatime, kMsRdonly | kMsNosymfollow};
+  for (unsigned long flags : cases) {
+    absl::Status s = sys_->BindBeneath(dir_.Sub("client"), "vol", dir_.Sub("pods/target"), flags);
+    if (!s.ok() && (flags & kMsNosymfollow)) continue;  // before Linux 5.10
+    ASSERT_TRUE(s.ok()) << flags << ": " << s;
+    std::vector<MountLine> lines = MountsAt(dir_.Sub("pods/target"));
+    ASSERT_EQ(lines.size(), 1u);
+    absl::StatusOr<FsStats> stats = sys_->Statfs(dir_.Sub("pods/target"));
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    EXPECT_EQ(PerMountOptionsText(stats->mount_flags), lines[0].options) << flags;
+    // The unmount propagates to the host's copy too.
+    ASSERT_EQ(umount2(dir_.Sub("pods/target").c_str(), MNT_DETACH), 0);
+    ASSERT_TRUE(MountsAt(dir_.Sub("host/target")).empty());
   }
 }
 
