@@ -180,24 +180,29 @@ class SharedClientBackend : public MountBackend {
   // The target is no longer a user of its client once nothing is mounted
   // there (an unmount that failed leaves it one); a client without users
   // may be idle, which the mount table then decides.
+  // (A target is the user of one client; the table can show it as the user
+  // of several only where clients share a device, which separate Lustre
+  // client mounts never do: it is let go of by each.)
   void Released(const std::string& target) override {
-    std::string name;
+    std::set<std::string> names;
     {
       absl::MutexLock lock(&users_mu_);
-      auto it = client_of_.find(target);
-      if (it == client_of_.end()) return;
-      name = it->second;
+      auto it = clients_of_.find(target);
+      if (it == clients_of_.end()) return;
+      names = it->second;
     }
-    absl::MutexLock lock(LockFor(name));
-    absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(target);
-    if (!absl::IsNotFound(mounted.status()) && !(mounted.ok() && !*mounted)) {
-      if (!mounted.ok()) {
-        LOG(WARNING) << "keeping " << target << " as a user of client " << name << ": "
-                     << mounted.status();
+    for (const std::string& name : names) {
+      absl::MutexLock lock(LockFor(name));
+      absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(target);
+      if (!absl::IsNotFound(mounted.status()) && !(mounted.ok() && !*mounted)) {
+        if (!mounted.ok()) {
+          LOG(WARNING) << "keeping " << target << " as a user of client " << name << ": "
+                       << mounted.status();
+        }
+        return;
       }
-      return;
+      if (RemoveUser(name, target) == 0) ReleaseIfUnused(name);
     }
-    if (RemoveUser(name, target) == 0) ReleaseIfUnused(name);
   }
 
  private:
@@ -292,16 +297,21 @@ class SharedClientBackend : public MountBackend {
   }
   void AddUser(const std::string& name, const std::string& target) {
     absl::MutexLock lock(&users_mu_);
-    auto old = client_of_.find(target);
-    if (old != client_of_.end() && old->second != name) users_[old->second].erase(target);
-    client_of_[target] = name;
+    clients_of_[target].insert(name);
     users_[name].insert(target);
+  }
+  // Call with users_mu_ held.
+  void Unlink(const std::string& name, const std::string& target)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(users_mu_) {
+    auto it = clients_of_.find(target);
+    if (it == clients_of_.end()) return;
+    it->second.erase(name);
+    if (it->second.empty()) clients_of_.erase(it);
   }
   // The users left.
   int RemoveUser(const std::string& name, const std::string& target) {
     absl::MutexLock lock(&users_mu_);
-    auto it = client_of_.find(target);
-    if (it != client_of_.end() && it->second == name) client_of_.erase(it);
+    Unlink(name, target);
     std::set<std::string>& users = users_[name];
     users.erase(target);
     return static_cast<int>(users.size());
@@ -310,14 +320,14 @@ class SharedClientBackend : public MountBackend {
   // mounted) with what the mount table showed.
   void SetUsers(const std::string& name, const std::set<std::string>& users) {
     absl::MutexLock lock(&users_mu_);
-    for (const std::string& target : users_[name]) client_of_.erase(target);
-    for (const std::string& target : users) client_of_[target] = name;
+    for (const std::string& target : users_[name]) Unlink(name, target);
+    for (const std::string& target : users) clients_of_[target].insert(name);
     users_[name] = users;
     mounted_.insert(name);
   }
   void Forget(const std::string& name) {
     absl::MutexLock lock(&users_mu_);
-    for (const std::string& target : users_[name]) client_of_.erase(target);
+    for (const std::string& target : users_[name]) Unlink(name, target);
     users_.erase(name);
     mounted_.erase(name);
   }
@@ -460,7 +470,8 @@ class SharedClientBackend : public MountBackend {
   std::map<std::string, std::unique_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(locks_mu_);
   absl::Mutex users_mu_;
   std::map<std::string, std::set<std::string>> users_ ABSL_GUARDED_BY(users_mu_);
-  std::map<std::string, std::string> client_of_ ABSL_GUARDED_BY(users_mu_);  // target -> client
+  // target -> the clients it uses (one, but see Released)
+  std::map<std::string, std::set<std::string>> clients_of_ ABSL_GUARDED_BY(users_mu_);
   std::set<std::string> mounted_ ABSL_GUARDED_BY(users_mu_);
 };
 
