@@ -25,7 +25,7 @@ fi
 B=$2
 PAIRS=${3:-1000}
 MANY=${4:-10000}
-bin=$B/cmd/lustre-csi/lustre-csi
+bin=${LUSTRE_CSI:-$B/cmd/lustre-csi/lustre-csi}  # LUSTRE_CSI: another build, for A/B
 client=$B/bench/csi-client
 
 mount --make-rprivate /
