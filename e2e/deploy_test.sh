@@ -107,6 +107,10 @@ CSIDriver named $name :: obj("CSIDriver", "$name").spec.attachRequired === false
 node and controller in $ns :: obj("DaemonSet", "lustre-csi-node").metadata.namespace === "$ns" && obj("Deployment", "lustre-csi-controller").metadata.namespace === "$ns"
 service accounts in $ns :: obj("ServiceAccount", "lustre-csi-node").metadata.namespace === "$ns" && obj("ServiceAccount", "lustre-csi-controller").metadata.namespace === "$ns"
 provisioner binding names the controller's account in $ns :: docs.some(d => d.kind === "ClusterRoleBinding" && d.subjects.some(s => s.name === "lustre-csi-controller" && s.namespace === "$ns"))
+node runs as lustre-csi-node :: obj("DaemonSet", "lustre-csi-node").spec.template.spec.serviceAccountName === "lustre-csi-node"
+node account may get and patch nodes, and nothing more (the not-ready taint) :: ((b) => b !== undefined && ((r) => r !== undefined && r.rules.length === 1 && JSON.stringify(r.rules[0].resources) === '["nodes"]' && JSON.stringify([...r.rules[0].verbs].sort()) === '["get","patch"]')(obj("ClusterRole", b.roleRef.name)))(docs.find(d => d.kind === "ClusterRoleBinding" && d.subjects.some(s => s.name === "lustre-csi-node" && s.namespace === "$ns")))
+node tolerates every taint, the not-ready one included :: obj("DaemonSet", "lustre-csi-node").spec.template.spec.tolerations.some(t => t.operator === "Exists" && t.key === undefined)
+node removes the taint $name/agent-not-ready (the default, not turned off) :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "remove-not-ready-taint") === undefined
 controller runs as lustre-csi-controller :: obj("Deployment", "lustre-csi-controller").spec.template.spec.serviceAccountName === "lustre-csi-controller"
 every sidecar is granted what its release documents (sidecar-rbac.yaml) :: sidecarRbac("$repo/deploy/kubernetes/sidecar-rbac.yaml")
 controller --drivername=$name :: flag(obj("Deployment", "lustre-csi-controller"), "lustre-csi", "drivername") === "$name"

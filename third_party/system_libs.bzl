@@ -32,6 +32,10 @@ _PKG_CONFIG_TARGETS = {
     "gmock": ["gmock"],
     "sqlite": ["sqlite3"],
     "yaml_cpp": ["yaml-cpp"],
+    # TLS for the Kubernetes API client: the OpenSSL gRPC links already.
+    "openssl": ["openssl"],
+    # Header-only: JSON for the Kubernetes API client.
+    "nlohmann_json": ["nlohmann_json"],
 }
 
 # glog's static archive needs libunwind, whose own _Unwind_Resume clashes with
@@ -94,6 +98,9 @@ def _system_libs_impl(ctx):
             testonly = name in ("gtest", "gmock"),
         ))
     build.append(_library("glog", _GLOG_LINKOPTS))
+    # Boost.Beast and Asio are header-only (Boost.System too, since 1.69);
+    # their TLS stream needs OpenSSL.
+    build.append(_library("boost_beast", ["-pthread"], deps = [":openssl"]))
     ctx.file("BUILD", "\n".join(build))
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
     ctx.file("tools.bzl", "PROTOC = %r\nGRPC_CPP_PLUGIN = %r\n" % (str(protoc), str(grpc_plugin)))

@@ -29,6 +29,9 @@ PACKAGES=(
   util-linux=2.38.1-5+deb12u3
   file=1:5.44-3
   gnuplot-nox=5.4.4+dfsg1-2+b2
+  libboost1.81-dev=1.81.0-5+deb12u1
+  nlohmann-json3-dev=3.11.2-2
+  openssl=3.0.19-1~deb12u2
 )
 
 # Installed only when the command is missing: a machine image may bring its

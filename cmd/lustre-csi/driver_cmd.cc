@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "cmd/lustre-csi/common_flags.h"
 #include "cmd/lustre-csi/kernel_report.h"
+#include "cmd/lustre-csi/not_ready_taint.h"
 #include "pkg/driver/controller.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/node.h"
@@ -81,7 +82,13 @@ DEFINE_string(kubelet_registration_path, "",
 DEFINE_bool(status_controller_only, false,
             "Go driver flag: only false is accepted (no node status controller here)");
 DEFINE_bool(enable_azurelustre_mock_dyn_prov, false, "Go driver flag: accepted and ignored");
-DEFINE_bool(remove_not_ready_taint, true, "Go driver flag: accepted and ignored");
+DEFINE_bool(remove_not_ready_taint, true,
+            "in a pod: once this node plugin is registered and ready, remove the taint "
+            "<drivername>/agent-not-ready from its Node (--nodeid), as the Go driver does; "
+            "needs get and patch on nodes. Outside a pod it does nothing");
+DEFINE_string(kube_service_account_dir, "/var/run/secrets/kubernetes.io/serviceaccount",
+              "where the service account's token and ca.crt are, for "
+              "--remove-not-ready-taint (the API server is KUBERNETES_SERVICE_HOST and _PORT)");
 DEFINE_bool(legacy_stderr_threshold_behavior, true, "klog flag: accepted and ignored");
 DEFINE_bool(add_dir_header, false, "klog flag: accepted and ignored");
 DEFINE_bool(skip_headers, false, "klog flag: accepted and ignored");
@@ -339,6 +346,16 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   if (!http.ok()) return Fail(streams, role, http.status());
   serving.http = std::move(*http);
 
+  // Declared after what it asks, so it stops first.
+  std::unique_ptr<NotReadyTaint> taint;
+  if (roles.node) {
+    driver::RegistrationService* reg = registration.get();
+    taint = StartNotReadyTaintRemoval(
+        FLAGS_remove_not_ready_taint, FLAGS_drivername, FLAGS_nodeid,
+        FLAGS_kube_service_account_dir,
+        [ready, reg] { return ready().ok() && (reg == nullptr || reg->registered()); });
+  }
+
   LOG(INFO) << role << (roles.node ? " " + FLAGS_nodeid : "") << " serving " << FLAGS_drivername
             << " " << build.driver_version << " ("
             << (roles.node && roles.controller ? "Identity, Controller and Node"
@@ -358,7 +375,6 @@ int RunController(const std::vector<std::string>& args, cli::Streams streams) {
 
 // The Go driver's flags that the monolith accepts and ignores.
 const std::vector<std::string> kIgnoredGoFlags = {"enable_azurelustre_mock_dyn_prov",
-                                                  "remove_not_ready_taint",
                                                   "legacy_stderr_threshold_behavior",
                                                   "add_dir_header",
                                                   "skip_headers",
@@ -402,11 +418,12 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
 // The node's flags, which the monolith takes too.
 std::vector<std::string> NodeFlags() {
   std::vector<std::string> flags = kSharedFlags;
-  for (const char* f : {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root",
-                        "mount_namespace", "mount_helper", "working_mount_dir", "lustre_client",
-                        "lustre_client_dir", "max_concurrent_mounts", "mount_timeout_seconds",
-                        "readiness_interval_seconds", "max_volumes_per_node", "topology",
-                        "plugin_registration_dir", "kubelet_registration_path"}) {
+  for (const char* f :
+       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "mount_namespace",
+        "mount_helper", "working_mount_dir", "lustre_client", "lustre_client_dir",
+        "max_concurrent_mounts", "mount_timeout_seconds", "readiness_interval_seconds",
+        "max_volumes_per_node", "topology", "plugin_registration_dir", "kubelet_registration_path",
+        "remove_not_ready_taint", "kube_service_account_dir"}) {
     flags.push_back(f);
   }
   return flags;
@@ -443,9 +460,9 @@ cli::Subcommand MonolithSubcommand() {
       "A command line without a subcommand runs this, so the Go driver's invocation\n"
       "(lustre-csi -v=5 --endpoint=... --nodeid=... [--drivername=...]) works unchanged.\n"
       "Of the Go driver's flags, --endpoint, --nodeid, --drivername, --working-mount-dir,\n"
-      "--enable-azurelustre-mock-mount, --version and the logging flags -v, --logtostderr,\n"
-      "--alsologtostderr, --stderrthreshold, --log_dir and --vmodule are honoured;\n"
-      "--enable-azurelustre-mock-dyn-prov, --remove-not-ready-taint and klog's\n"
+      "--enable-azurelustre-mock-mount, --remove-not-ready-taint, --version and the logging\n"
+      "flags -v, --logtostderr, --alsologtostderr, --stderrthreshold, --log_dir and --vmodule\n"
+      "are honoured; --enable-azurelustre-mock-dyn-prov and klog's\n"
       "--legacy_stderr_threshold_behavior, --add_dir_header, --skip_headers,\n"
       "--skip_log_headers, --one_output, --log_file and --log_file_max_size are accepted and\n"
       "ignored; --status-controller-only=true is refused.";
