@@ -614,6 +614,85 @@ TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) 
   EXPECT_EQ(container_->Stop(), 0) << container_->Log();
 }
 
+// The not-ready taint, as on a cluster: the kubelet gives every pod the API
+// server's address (KUBERNETES_SERVICE_HOST, _PORT) and mounts the service
+// account's token and CA at /var/run/secrets/kubernetes.io/serviceaccount;
+// the API server is the stand-in (e2e/standin_apiserver.cc) on this host's
+// loopback, with a certificate e2e/pod_test.sh made. The node plugin removes
+// its taint only once it is ready: not while the host has no Lustre client.
+TEST_F(PodTest, TheNotReadyTaintGoesOnlyOnceTheNodeIsReady) {
+  const std::string taint = absl::StrCat(kDriver, "/agent-not-ready");
+  std::filesystem::create_directories("/run/kube/sa");
+  for (const char* f : {"ca.crt", "token"}) {
+    std::filesystem::copy_file(absl::StrCat("/opt/kube/", f), absl::StrCat("/run/kube/sa/", f),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  ASSERT_TRUE(
+      WriteFile("/run/kube/node.json",
+                absl::StrCat(R"({"kind":"Node","metadata":{"name":"node-1"},)",
+                             R"("spec":{"taints":[{"key":")", taint, R"(","effect":"NoSchedule"},)",
+                             R"({"key":"other","effect":"NoExecute"}]}})"))
+          .ok());
+  unlink("/run/kube/requests.log");
+  const int port = FreePort();
+  Subprocess api(
+      {"/opt/kube/standin-apiserver", absl::StrCat("--port=", port), "--cert=/opt/kube/server.crt",
+       "--key=/opt/kube/server.key", "--node=/run/kube/node.json", "--log=/run/kube/requests.log"},
+      "/run/kube/api.log");
+  ASSERT_TRUE(WaitUntil([] {
+    return absl::StrContains(ReadFile("/run/kube/api.log"), "listening");
+  })) << ReadFile("/run/kube/api.log");
+
+  // What the kubelet adds to the pod.
+  PodSpec spec = node_spec_;
+  spec.env["KUBERNETES_SERVICE_HOST"] = "127.0.0.1";
+  spec.env["KUBERNETES_SERVICE_PORT"] = std::to_string(port);
+  spec.volumes["kube-api-access"] = Volume{"kube-api-access", "/run/kube/sa", "Directory"};
+  spec.mounts.push_back(
+      {"kube-api-access", "/var/run/secrets/kubernetes.io/serviceaccount", "None", true});
+
+  RemoveHelper();  // the host's Lustre client is not installed yet
+  ASSERT_NO_FATAL_FAILURE(StartNode(spec));
+  std::string reg = absl::StrCat("/var/lib/kubelet/plugins_registry/", kDriver, "-reg.sock");
+  auto registration = pluginregistration::Registration::NewStub(UnixChannel(reg));
+  {
+    pluginregistration::InfoRequest req;
+    pluginregistration::PluginInfo info;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(registration->GetInfo(&ctx, req, &info).ok()) << container_->Log();
+    pluginregistration::RegistrationStatus status;
+    status.set_plugin_registered(true);
+    pluginregistration::RegistrationStatusResponse res;
+    grpc::ClientContext notify_ctx;
+    ASSERT_TRUE(registration->NotifyRegistrationStatus(&notify_ctx, status, &res).ok());
+  }
+  ASSERT_TRUE(WaitUntil([&] {
+    return absl::StrContains(container_->Log(), "waiting until this node plugin is registered");
+  })) << container_->Log();
+  EXPECT_FALSE(Ready());
+  EXPECT_EQ(ReadFile("/run/kube/requests.log"), "") << "nothing is sent before the node is ready";
+
+  // The client arrives; at the next readiness check the node is ready, and
+  // the taint goes (the other stays).
+  InstallHelper();
+  ASSERT_TRUE(WaitUntil([&] { return absl::StrContains(container_->Log(), "removed taint"); },
+                        absl::Seconds(60)))
+      << container_->Log();
+  EXPECT_TRUE(Ready());
+  std::string node = ReadFile("/run/kube/node.json");
+  EXPECT_THAT(node, Not(HasSubstr(taint)));
+  EXPECT_THAT(node, HasSubstr(R"("key":"other")"));
+  std::vector<std::string> requests;
+  for (absl::string_view line : absl::StrSplit(ReadFile("/run/kube/requests.log"), '\n')) {
+    if (!line.empty()) requests.emplace_back(line);
+  }
+  ASSERT_EQ(requests.size(), 2u) << absl::StrJoin(requests, "\n");
+  EXPECT_THAT(requests[0], HasSubstr(R"("method":"GET")"));
+  EXPECT_THAT(requests[1], HasSubstr(R"("method":"PATCH")"));
+  EXPECT_THAT(requests[1], HasSubstr("Bearer pod-token"));
+  EXPECT_THAT(requests[1], HasSubstr("application/json-patch+json"));
+}
+
 }  // namespace
 }  // namespace lustre_csi::e2e
 
@@ -632,7 +711,8 @@ int main(int argc, char** argv) {
   absl::Status host = lustre_csi::e2e::EnterHost(
       lustre_csi::e2e::Env("POD_E2E_WORK"),
       {{"/images/lustre-csi", lustre_csi::e2e::Env("POD_E2E_ROOTFS")},
-       {"/opt/standin/mount.lustre", lustre_csi::e2e::Env("POD_E2E_STANDIN")}});
+       {"/opt/standin/mount.lustre", lustre_csi::e2e::Env("POD_E2E_STANDIN")},
+       {"/opt/kube", lustre_csi::e2e::Env("POD_E2E_KUBE")}});
   if (!host.ok()) {
     fprintf(stderr, "%s\n", std::string(host.message()).c_str());
     return 1;

@@ -29,13 +29,29 @@ mkdir "$work/layout"
 tar -xf "$archive" -C "$work/layout"
 umoci unpack --rootless --image "$work/layout:$version" "$work/bundle" >/dev/null
 
-bazel build --curses=no --noshow_progress //e2e:pod_e2e_test //e2e:standin-mount-lustre >&2
+bazel build --curses=no --noshow_progress //e2e:pod_e2e_test //e2e:standin-mount-lustre \
+  //e2e:standin-apiserver >&2
 bin=$(bazel info bazel-bin 2>/dev/null)
 cp "$bin/e2e/pod_e2e_test" "$bin/e2e/standin-mount-lustre" "$work/"
+# The stand-in API server, its CA and certificate for 127.0.0.1, and the
+# service account's token, for the not-ready taint.
+mkdir "$work/kube"
+cp "$bin/e2e/standin-apiserver" "$work/kube/"
+(
+  cd "$work/kube"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=pod-test-ca \
+    -keyout ca.key -out ca.crt 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver -keyout server.key \
+    -out server.csr 2>/dev/null
+  echo "subjectAltName=IP:127.0.0.1" >san.ext
+  openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+    -out server.crt -extfile san.ext 2>/dev/null
+  echo pod-token >token
+)
 
 mkdir "$work/scratch"
 POD_E2E_BASE="$work/base.yaml" POD_E2E_SUBDIR="$work/sub-dir.yaml" \
   POD_E2E_NOMAD_NODE="$work/nomad-node.yaml" \
   POD_E2E_ROOTFS="$work/bundle/rootfs" POD_E2E_STANDIN="$work/standin-mount-lustre" \
-  POD_E2E_WORK="$work/scratch" \
+  POD_E2E_WORK="$work/scratch" POD_E2E_KUBE="$work/kube" \
   unshare --mount --pid --net --fork --kill-child "$work/pod_e2e_test" "$@"
