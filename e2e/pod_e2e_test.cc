@@ -40,7 +40,7 @@ constexpr char kStandIn[] = "/opt/standin/mount.lustre";
 constexpr char kDriver[] = "azurelustre.csi.azure.com";
 constexpr char kFsData[] = "/run/lustre-standin/servers/lustrefs";
 
-std::string g_base_yaml, g_subdir_yaml, g_nomad_node_yaml;
+std::string g_base_yaml, g_subdir_yaml, g_nomad_node_yaml, g_nomad_other_state_yaml;
 
 // The Nomad client that e2e/pod_test.sh models (tools/manifest-check/
 // nomad-pod.mjs): its state_dir (the node job's default) and the plugin
@@ -575,6 +575,27 @@ TEST_F(PodTest, NomadNodeJobMountsWhereNomadLooks) {
   EXPECT_FALSE(std::filesystem::exists(socket));
 }
 
+// The node job with a client_state_dir that is not the client's state_dir
+// (here /var/lib/nomad/client): Nomad binds the host's plugin directory at a
+// path the host does not have, so mounts made on the host would never reach
+// the task. The plugin says so through Probe, which Nomad's plugin health
+// uses, before any volume is published.
+TEST_F(PodTest, NomadNodeJobWithTheWrongStateDirIsNotReadyAndSaysWhy) {
+  absl::StatusOr<PodSpec> spec =
+      LoadPodSpec(g_nomad_other_state_yaml, "Pod", "plugin", "plugin", "node-1");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::string socket =
+      absl::StrCat("/var/lib/nomad/client/csi/plugins/", kNomadPluginAlloc, "/csi.sock");
+  ASSERT_NO_FATAL_FAILURE(StartNode(*spec, socket));
+  EXPECT_FALSE(Ready()) << container_->Log();
+  EXPECT_THAT(container_->Log(), HasSubstr("client_state_dir must be the client's state_dir"));
+  EXPECT_THAT(container_->Log(),
+              HasSubstr(absl::StrCat(kNomadStateDir, "/csi/node/", kDriver, "/work")));
+  node_.reset();
+  identity_.reset();
+  EXPECT_EQ(container_->Stop(), 0) << container_->Log();
+}
+
 TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) {
   absl::StatusOr<PodSpec> spec =
       LoadPodSpec(g_subdir_yaml, "Deployment", "lustre-csi-controller", "lustre-csi", "node-1");
@@ -702,8 +723,11 @@ int main(int argc, char** argv) {
   lustre_csi::e2e::g_base_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_BASE"));
   lustre_csi::e2e::g_subdir_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_SUBDIR"));
   lustre_csi::e2e::g_nomad_node_yaml = ReadFile(lustre_csi::e2e::Env("POD_E2E_NOMAD_NODE"));
+  lustre_csi::e2e::g_nomad_other_state_yaml =
+      ReadFile(lustre_csi::e2e::Env("POD_E2E_NOMAD_NODE_OTHER_STATE"));
   if (lustre_csi::e2e::g_base_yaml.empty() || lustre_csi::e2e::g_subdir_yaml.empty() ||
-      lustre_csi::e2e::g_nomad_node_yaml.empty()) {
+      lustre_csi::e2e::g_nomad_node_yaml.empty() ||
+      lustre_csi::e2e::g_nomad_other_state_yaml.empty()) {
     fprintf(stderr,
             "POD_E2E_BASE, POD_E2E_SUBDIR and POD_E2E_NOMAD_NODE must name rendered manifests\n");
     return 1;

@@ -22,6 +22,9 @@ MANIFEST_CHECK_NODE_MODULES=$(tools/manifest-check/deps.sh)
 export MANIFEST_CHECK_NODE_MODULES
 node tools/manifest-check/nomad-pod.mjs deploy/nomad/lustre-csi-node.nomad.hcl \
   /opt/nomad/data/client node-1 7c2f1d4e-0b5a-4c8e-9a61-3d2b8e5f1a90 > "$work/nomad-node.yaml"
+# The same job on a client whose state_dir is not the job's client_state_dir.
+node tools/manifest-check/nomad-pod.mjs deploy/nomad/lustre-csi-node.nomad.hcl \
+  /var/lib/nomad/client node-1 7c2f1d4e-0b5a-4c8e-9a61-3d2b8e5f1a90 > "$work/nomad-node-other-state.yaml"
 
 archive=$(tools/build_image.sh "$work/image.oci.tar")
 version=$(tr -d '[:space:]' < VERSION)
@@ -52,6 +55,7 @@ cp "$bin/e2e/standin-apiserver" "$work/kube/"
 mkdir "$work/scratch"
 POD_E2E_BASE="$work/base.yaml" POD_E2E_SUBDIR="$work/sub-dir.yaml" \
   POD_E2E_NOMAD_NODE="$work/nomad-node.yaml" \
+  POD_E2E_NOMAD_NODE_OTHER_STATE="$work/nomad-node-other-state.yaml" \
   POD_E2E_ROOTFS="$work/bundle/rootfs" POD_E2E_STANDIN="$work/standin-mount-lustre" \
   POD_E2E_WORK="$work/scratch" POD_E2E_KUBE="$work/kube" \
   unshare --mount --pid --net --fork --kill-child "$work/pod_e2e_test" "$@"

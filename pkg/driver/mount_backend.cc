@@ -98,6 +98,47 @@ class LustreBackend : public MountBackend {
   bool MakesMounts() const override { return true; }
 
   Readiness CheckReady() override {
+    Readiness r = CheckHelperAndModule();
+    if (!r.status.ok()) return r;
+    return CheckWorkingDir();
+  }
+
+  // Mounts made in the namespace under the working mount dir (the shared
+  // clients, sub-dir work) and at targets beside it must show in the
+  // driver's view at the same paths: the directory must be one on both
+  // sides. A directory made here must exist there. (Nomad: a
+  // client_state_dir that is not the client's state_dir binds the plugin
+  // directory at a path the host does not have.)
+  Readiness CheckWorkingDir() {
+    const std::string& base = options_.working_mount_dir;
+    if (absl::Status s = volume::MkdirAll(*sys_, base, 0750); !s.ok()) {
+      return {absl::FailedPreconditionError(
+                  absl::StrCat("working mount dir ", base, " is not usable: ", s.message())),
+              "working-dir"};
+    }
+    const std::string probe = absl::StrCat(base, "/.view-check-", absl::ToUnixNanos(absl::Now()),
+                                           "-", next_dir_.fetch_add(1));
+    if (absl::Status s = sys_->Mkdir(probe, 0700); !s.ok()) {
+      return {absl::FailedPreconditionError(
+                  absl::StrCat("working mount dir ", base, " is not writable: ", s.message())),
+              "working-dir"};
+    }
+    absl::StatusOr<bool> there = ns_->Exists(probe);
+    absl::Status removed = sys_->Rmdir(probe);
+    if (!removed.ok()) LOG(WARNING) << "removing " << probe << ": " << removed;
+    if (there.ok() && *there) return {};
+    return {absl::FailedPreconditionError(absl::StrCat(
+                "the working mount dir ", base, " is not the same directory in ", ns_->Describe(),
+                " as in the driver's view (",
+                there.ok() ? "a directory made here does not show there"
+                           : std::string(there.status().message()),
+                "), so mounts made there would not reach the targets: it must be a directory "
+                "both share at the same path (Kubernetes: under the Bidirectional kubelet "
+                "directory; Nomad: client_state_dir must be the client's state_dir)")),
+            "working-dir"};
+  }
+
+  Readiness CheckHelperAndModule() {
     // Can the namespace be entered at all?
     absl::StatusOr<bool> root = ns_->Exists("/");
     if (!root.ok()) {

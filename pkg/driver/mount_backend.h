@@ -48,8 +48,8 @@ struct LustreSource {
 struct Readiness {
   absl::Status status;  // OK, or FAILED_PRECONDITION saying what to fix
   // A short label for metrics when not ready: "mount-namespace",
-  // "mount-helper", "kernel-module", "bind-mounts" or "local-root"; empty
-  // when ready.
+  // "mount-helper", "kernel-module", "working-dir", "bind-mounts" or
+  // "local-root"; empty when ready.
   std::string reason;
 };
 

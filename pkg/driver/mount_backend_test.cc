@@ -155,6 +155,22 @@ TEST(HelperFailureTest, ExitStatusIsTheErrno) {
   EXPECT_LT(long_output.message().size(), 1200u);
 }
 
+// Mounts made in the namespace under the working dir must show here: a
+// working dir the two views do not share is not ready, and says how to fix it.
+TEST_F(LustreBackendTest, AWorkingDirTheNamespaceDoesNotShareIsNotReady) {
+  ASSERT_TRUE(backend_->CheckReady().status.ok());
+  ns_.SetNotShared("/work");
+  Readiness r = backend_->CheckReady();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.reason, "working-dir");
+  EXPECT_THAT(r.status.message(), HasSubstr("client_state_dir"));
+  EXPECT_THAT(r.status.message(), HasSubstr("/work"));
+  // The probe directory is gone again.
+  absl::StatusOr<std::vector<std::string>> left = sys_.ListDir("/work");
+  ASSERT_TRUE(left.ok()) << left.status();
+  for (const std::string& name : *left) EXPECT_THAT(name, Not(HasSubstr("view-check"))) << name;
+}
+
 TEST_F(LustreBackendTest, ReadinessFollowsHelperAndModule) {
   EXPECT_TRUE(backend_->CheckReady().status.ok());
 

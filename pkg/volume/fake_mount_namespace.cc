@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
 
@@ -99,7 +100,17 @@ absl::StatusOr<std::string> FakeMountNamespace::ReadFile(const std::string& path
 absl::StatusOr<bool> FakeMountNamespace::Exists(const std::string& path) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = Reachable(); !s.ok()) return s;
-  return files_.count(path) > 0 || programs_.count(path) > 0;
+  if (files_.count(path) > 0 || programs_.count(path) > 0) return true;
+  if (sys_ == nullptr) return false;
+  for (const std::string& prefix : not_shared_) {
+    if (path == prefix || absl::StartsWith(path, prefix + "/")) return false;
+  }
+  return sys_->Stat(path).ok();
+}
+
+void FakeMountNamespace::SetNotShared(const std::string& prefix) {
+  absl::MutexLock lock(&mu_);
+  not_shared_.push_back(prefix);
 }
 
 }  // namespace lustre_csi::volume

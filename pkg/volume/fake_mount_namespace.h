@@ -1,8 +1,9 @@
 // A MountNamespace for tests: programs are functions registered by path,
 // files are strings, and unmounts go to a borrowed Syscalls (usually the
 // FakeSyscalls the code under test also inspects), so a "mount made in the
-// host namespace" is simply a mount in that fake. Every program run is
-// recorded. Thread-safe.
+// host namespace" is simply a mount in that fake. Exists also finds what
+// that Syscalls has (the tree both sides share), except below a path given
+// to SetNotShared. Every program run is recorded. Thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_FAKE_MOUNT_NAMESPACE_H_
 #define LUSTRE_CSI_PKG_VOLUME_FAKE_MOUNT_NAMESPACE_H_
 
@@ -32,6 +33,10 @@ class FakeMountNamespace : public MountNamespace {
   void SetFile(const std::string& path, std::string content);
   void RemoveFile(const std::string& path);
   void SetOwn(bool own);
+  // Below `prefix` the namespace has a tree of its own: what the borrowed
+  // Syscalls has there does not show (as a directory the two views do not
+  // share).
+  void SetNotShared(const std::string& prefix);
   // Every later call fails as if the namespace could not be entered.
   void SetUnreachable(bool unreachable);
 
@@ -57,6 +62,7 @@ class FakeMountNamespace : public MountNamespace {
   std::map<std::string, Program> programs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> files_ ABSL_GUARDED_BY(mu_);
   bool own_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::string> not_shared_ ABSL_GUARDED_BY(mu_);
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::vector<std::string>> runs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> unmounts_ ABSL_GUARDED_BY(mu_);
