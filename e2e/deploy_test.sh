@@ -59,6 +59,8 @@ step "npm dependencies of tools/manifest-check (from package-lock.json)"
 tool=tools/manifest-check
 MANIFEST_CHECK_NODE_MODULES=$("$tool/deps.sh") || fail "npm ci"
 export MANIFEST_CHECK_NODE_MODULES
+# The Nomad jobs' image has no default: given as `nomad job run` takes it.
+export NOMAD_VAR_image=registry.example.com/storage/lustre-csi:v0.1.0
 check_js=$repo/$tool/check.mjs
 query_js=$repo/$tool/query.mjs
 ok "dependencies"
@@ -319,6 +321,7 @@ step "Nomad jobs"
 nomad_facts() {
   local file=$1 type=$2
   q "$file" <<EOF
+the image has no default (Docker would pull a missing name from Docker Hub) :: docs[0].variable.image[0].default === undefined && task.config[0].image === process.env.NOMAD_VAR_image
 one task, docker :: task.driver === "docker"
 privileged :: task.config[0].privileged === true
 host PID namespace (so /proc/1/ns/mnt is the host's) :: task.config[0].pid_mode === "host"
@@ -337,6 +340,7 @@ q deploy/nomad/lustre-csi-node.nomad.hcl <<'EOF' || fail "node job"
 system job :: Object.values(job)[0][0].type === "system"
 --nodeid from the client's name :: hclFlag("nodeid") === "${node.unique.name}"
 --lustre-client=shared, set explicitly :: hclFlag("lustre-client") === "shared"
+memory fits the node and 8 helpers in flight (bench/node_memory_bench.sh) :: task.resources[0].memory >= 96
 EOF
 ok "node job"
 nomad_facts deploy/nomad/lustre-csi-controller.nomad.hcl controller || fail "controller job"

@@ -20,6 +20,9 @@ kubectl kustomize deploy/kubernetes > "$work/base.yaml"
 kubectl kustomize deploy/kubernetes/overlays/sub-dir-provisioning > "$work/sub-dir.yaml"
 MANIFEST_CHECK_NODE_MODULES=$(tools/manifest-check/deps.sh)
 export MANIFEST_CHECK_NODE_MODULES
+# The Nomad node job's image has no default (the test runs the unpacked image
+# whatever its name).
+export NOMAD_VAR_image=lustre-csi:v0.1.0
 node tools/manifest-check/nomad-pod.mjs deploy/nomad/lustre-csi-node.nomad.hcl \
   /opt/nomad/data/client node-1 7c2f1d4e-0b5a-4c8e-9a61-3d2b8e5f1a90 > "$work/nomad-node.yaml"
 # The same job on a client whose state_dir is not the job's client_state_dir.

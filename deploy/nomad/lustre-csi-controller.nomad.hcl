@@ -26,9 +26,12 @@ variable "driver_name" {
   default     = "azurelustre.csi.azure.com"
 }
 
+# No default: the image is on no public registry, and Docker pulls a name it
+# does not have from Docker Hub. Name the image loaded on the clients or the
+# one in your registry (docs/deploy.md): -var image=... or NOMAD_VAR_image.
 variable "image" {
-  type    = string
-  default = "lustre-csi:v0.1.0"
+  description = "the lustre-csi image, as the clients' Docker knows it or in your registry"
+  type        = string
 }
 
 locals {

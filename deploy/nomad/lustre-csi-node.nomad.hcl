@@ -31,9 +31,12 @@ variable "driver_name" {
   default     = "azurelustre.csi.azure.com"
 }
 
+# No default: the image is on no public registry, and Docker pulls a name it
+# does not have from Docker Hub. Name the image loaded on the clients or the
+# one in your registry (docs/deploy.md): -var image=... or NOMAD_VAR_image.
 variable "image" {
-  type    = string
-  default = "lustre-csi:v0.1.0"
+  description = "the lustre-csi image, as the clients' Docker knows it or in your registry"
+  type        = string
 }
 
 locals {
@@ -73,9 +76,16 @@ job "lustre-csi-node" {
         stage_publish_base_dir = local.plugin_dir
       }
 
+      # memory is the docker driver's hard limit, and the helper processes
+      # the driver starts (mount.lustre, one per mount in flight, at most
+      # --max-concurrent-mounts = 8) count against it. Measured by
+      # bench/node_memory_bench.sh (node and children summed, a publish storm
+      # of 16 at once): node 13.6 MB peak; 27 MB with 8 small stand-in helpers
+      # in flight; a dynamically linked mount program peaks at 2.7 MB. 96 MB
+      # allows 8 helpers of 8 MB each over the node's peak, with room to spare.
       resources {
         cpu    = 50
-        memory = 32
+        memory = 96
       }
     }
   }

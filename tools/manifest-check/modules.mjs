@@ -38,14 +38,18 @@ export function parseYamlDocuments(text, source) {
 }
 
 // A Nomad job file parsed with HashiCorp's HCL2 parser: `raw` as the parser
-// gives it, `job` with ${var.x} (from the variables' defaults) and ${local.x}
-// filled in, `tasks` every task of it. Runtime interpolations such as
-// ${node.unique.name} are left alone.
+// gives it, `job` with ${var.x} and ${local.x} filled in, `tasks` every task
+// of it. A variable's value comes, as with `nomad job run`, from the
+// environment's NOMAD_VAR_<name> or else its default; one with neither is an
+// error where it is used. Runtime interpolations such as ${node.unique.name}
+// are left alone.
 export async function loadNomadJob(file, text) {
   const { parse } = requireDep("@cdktf/hcl2json");
   const raw = await parse(file, text);
   const vars = {};
-  for (const [k, v] of Object.entries(raw.variable ?? {})) vars[k] = v[0].default;
+  for (const [k, v] of Object.entries(raw.variable ?? {})) {
+    vars[k] = process.env[`NOMAD_VAR_${k}`] ?? v[0].default;
+  }
   const locals = {};
   const fill = (s) =>
     s.replace(/\$\{(var|local)\.(\w+)\}/g, (m, kind, name) => {

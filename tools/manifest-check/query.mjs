@@ -20,7 +20,7 @@
 //                           whose hostPath volume has the same path on the host
 // and for .hcl (parsed with HashiCorp's HCL2 parser, @cdktf/hcl2json):
 //   docs[0]                 the file as JSON
-//   job                     the job with ${var.*} (defaults) and ${local.*} filled in
+//   job                     the job with ${var.*} (NOMAD_VAR_* or defaults) and ${local.*} filled in
 //   task                    the job's only task
 //   hclFlag(name)           the value of --name=value in the task's args
 // and always:
