@@ -45,6 +45,11 @@ class FakeApiServer : public HttpClient {
     if (r.target != "/api/v1/nodes/n1") return HttpResponse{404, "{}"};
     if (r.method == "GET") return HttpResponse{200, node_.dump()};
     if (r.method != "PATCH") return HttpResponse{405, "{}"};
+    if (patch_status_ != 0) {
+      int status = patch_status_;
+      patch_status_ = 0;
+      return HttpResponse{status, R"({"kind":"Status","message":"Operation cannot be fulfilled"})"};
+    }
     if (before_patch_) {
       before_patch_(node_);
       before_patch_ = nullptr;
@@ -77,6 +82,10 @@ class FakeApiServer : public HttpClient {
     absl::MutexLock lock(&mu_);
     for (int i = 0; i < times; ++i) down_.push_back(absl::UnavailableError("connection refused"));
   }
+  void FailNextPatchWith(int status) {
+    absl::MutexLock lock(&mu_);
+    patch_status_ = status;
+  }
   void BeforeNextPatch(std::function<void(Json&)> fn) {
     absl::MutexLock lock(&mu_);
     before_patch_ = std::move(fn);
@@ -89,6 +98,7 @@ class FakeApiServer : public HttpClient {
   std::deque<int> statuses_;
   std::deque<absl::Status> down_;
   std::function<void(Json&)> before_patch_;
+  int patch_status_ = 0;
 };
 
 std::string Header(const HttpRequest& r, const std::string& name) {
@@ -154,6 +164,18 @@ TEST_F(TaintRemoverTest, AConcurrentChangeIsReadAgainNotLost) {
   std::vector<std::string> methods;
   for (const HttpRequest& r : api.requests()) methods.push_back(r.method);
   EXPECT_THAT(methods, ElementsAre("GET", "PATCH", "GET", "PATCH"));
+}
+
+// 409 Conflict (a resource version race) is a conflict too: read again at
+// once, no backoff.
+TEST_F(TaintRemoverTest, AConflictIsReadAgainAtOnce) {
+  FakeApiServer api(Json::array({Taint(kKey)}));
+  api.FailNextPatchWith(409);
+  absl::Time start = clock_.Now();
+  ASSERT_TRUE(Make(&api).Run(nullptr).ok());
+  EXPECT_EQ(api.taints(), Json::array());
+  EXPECT_EQ(api.requests().size(), 4u);
+  EXPECT_EQ(clock_.Now(), start);
 }
 
 TEST_F(TaintRemoverTest, RefusalsAreRetriedWithBackoffAndEachTokenIsFresh) {

@@ -68,9 +68,12 @@ absl::StatusOr<std::unique_ptr<CsiClient>> CsiClient::Dial(absl::string_view end
   if (!path.ok()) return path.status();
   grpc::ChannelArguments args;
   // A plugin that restarts should be reachable again within a second, not
-  // after gRPC's default backoff of up to two minutes.
+  // after gRPC's default backoff of up to two minutes. Not
+  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the least time
+  // a connection attempt gets to finish its handshake (20 s by default), and
+  // at 100 ms a plugin on a loaded node that answers a little late fails the
+  // attempt ("timed out before receiving SETTINGS frame").
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       absl::StrCat("unix:", *path), grpc::InsecureChannelCredentials(), args);

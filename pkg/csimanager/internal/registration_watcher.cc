@@ -242,9 +242,12 @@ RegistrationWatcher::Outcome RegistrationWatcher::Attempt(const std::string& pat
   // A registrar's socket appears when it binds, a moment before it listens:
   // GetInfo waits for the connection (within its deadline), retrying the
   // connect every 100 ms, rather than fail and wait a whole retry interval.
+  // (Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the least
+  // time a connection attempt gets to finish its handshake, and at 100 ms a
+  // registrar on a loaded node that answers a little late fails the attempt,
+  // "timed out before receiving SETTINGS frame".)
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       absl::StrCat("unix:", path), grpc::InsecureChannelCredentials(), args);
