@@ -1,7 +1,8 @@
 // The controller side of the Lustre driver as plain logic. Lustre file
 // systems already exist; a "volume" is a file system (and optionally a
 // sub-dir of it) described by its id and context. The gRPC layer
-// (controller_service.h) validates capabilities and converts protos.
+// (ControllerService in services.h) validates capabilities and converts
+// protos.
 //
 // Created volumes are remembered in memory by name, so that the same request
 // again returns the same volume and a conflicting one is ALREADY_EXISTS.

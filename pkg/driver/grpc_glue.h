@@ -40,8 +40,9 @@ class CallMetrics {
   server::Histogram* latency_ = nullptr;
 };
 
-// Runs `body` (returning absl::Status), records the call, logs failures at
-// VLOG(1) and returns the gRPC status.
+// Runs `body` (returning absl::Status), records the call (count by code,
+// latency) and returns the gRPC status. It logs nothing: the logic behind
+// it logs what failed and why.
 template <typename Body>
 grpc::Status Serve(CallMetrics& metrics, const char* method, Body body) {
   absl::Time start = absl::Now();

@@ -1,6 +1,6 @@
 // The node side of the Lustre driver as plain logic: publish, unpublish and
 // stats on this node, through a MountBackend and pkg/volume. The gRPC layer
-// (node_service.h) checks the protocol-level fields and converts to and from
+// (NodeService in services.h) checks the protocol-level fields and converts to and from
 // these structs.
 //
 // Thread-safe. Operations on one target path are exclusive: a second one
