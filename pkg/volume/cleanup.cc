@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "pkg/base/annotate.h"
 #include "pkg/base/worker_pool.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
@@ -112,11 +113,8 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
     if (!escalate) break;
     escalating = true;
   }
-  absl::Status out(last.code(),
-                   absl::StrCat("unmount ", target, " failed: ", absl::StrJoin(failures, "; ")));
-  last.ForEachPayload(
-      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+  return base::WithMessage(
+      last, absl::StrCat("unmount ", target, " failed: ", absl::StrJoin(failures, "; ")));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "pkg/base/annotate.h"
 
 namespace lustre_csi::volume {
 
@@ -63,11 +64,7 @@ std::optional<int> ErrnoOf(const absl::Status& status) {
 }
 
 absl::Status Annotate(const absl::Status& status, absl::string_view context) {
-  if (status.ok() || context.empty()) return status;
-  absl::Status out(status.code(), absl::StrCat(context, ": ", status.message()));
-  status.ForEachPayload(
-      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+  return base::Annotate(status, context);
 }
 
 }  // namespace lustre_csi::volume

@@ -37,7 +37,8 @@ absl::Status ErrnoErrorWithCode(absl::StatusCode code, int err, absl::string_vie
 std::optional<int> ErrnoOf(const absl::Status& status);
 
 // `status` with "<context>: " put in front of its message; code and payloads
-// (the errno among them) are kept. OK stays OK.
+// (the errno among them) are kept. OK stays OK. (base::Annotate, here for
+// the callers that speak of errnos.)
 absl::Status Annotate(const absl::Status& status, absl::string_view context);
 
 }  // namespace lustre_csi::volume

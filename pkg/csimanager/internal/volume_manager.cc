@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "pkg/base/annotate.h"
 #include "pkg/base/status_macros.h"
 #include "pkg/volume/safe_path.h"
 
@@ -37,10 +38,7 @@ absl::Status IgnoreNotFound(absl::Status status) {
   return status.code() == absl::StatusCode::kNotFound ? absl::OkStatus() : status;
 }
 
-absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
-}
+using base::Annotate;
 
 }  // namespace
 
