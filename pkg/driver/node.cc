@@ -269,13 +269,7 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
     }
     return metrics.status();
   }
-  stats.has_usage = true;
-  stats.capacity_bytes = metrics->capacity_bytes;
-  stats.available_bytes = metrics->available_bytes;
-  stats.used_bytes = metrics->used_bytes;
-  stats.inodes = metrics->inodes;
-  stats.inodes_free = metrics->inodes_free;
-  stats.inodes_used = metrics->inodes_used;
+  stats.usage = *metrics;
   stats.message = "volume is healthy";
   return stats;
 }

@@ -24,6 +24,7 @@
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/readiness.h"
 #include "pkg/driver/volume_locks.h"
+#include "pkg/volume/metrics.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::driver {
@@ -47,13 +48,8 @@ struct PublishRequest {
 };
 
 struct VolumeStats {
-  int64_t capacity_bytes = 0;
-  int64_t available_bytes = 0;
-  int64_t used_bytes = 0;
-  int64_t inodes = 0;
-  int64_t inodes_free = 0;
-  int64_t inodes_used = 0;
-  bool has_usage = false;
+  // Bytes and inodes, when they could be read.
+  std::optional<volume::VolumeMetrics> usage;
   bool abnormal = false;
   std::string message;
 };

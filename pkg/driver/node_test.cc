@@ -186,10 +186,11 @@ TEST_F(NodeTest, Stats) {
   absl::StatusOr<VolumeStats> stats = logic_->Stats("v", "/pods/a");
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_FALSE(stats->abnormal);
-  EXPECT_EQ(stats->capacity_bytes, 4096 * 1000);
-  EXPECT_EQ(stats->available_bytes, 4096 * 300);
-  EXPECT_EQ(stats->inodes, 100);
-  EXPECT_EQ(stats->inodes_free, 60);
+  ASSERT_TRUE(stats->usage.has_value());
+  EXPECT_EQ(stats->usage->capacity_bytes, 4096 * 1000);
+  EXPECT_EQ(stats->usage->available_bytes, 4096 * 300);
+  EXPECT_EQ(stats->usage->inodes, 100);
+  EXPECT_EQ(stats->usage->inodes_free, 60);
 
   ASSERT_TRUE(sys_.BreakMount("/pods/a", ESTALE).ok());
   absl::StatusOr<VolumeStats> broken = logic_->Stats("v", "/pods/a");

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "pkg/volume/metrics.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -140,17 +141,18 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*,
     if (req->volume_path().empty()) return absl::InvalidArgumentError("volume_path missing");
     absl::StatusOr<VolumeStats> stats = logic_->Stats(req->volume_id(), req->volume_path());
     if (!stats.ok()) return stats.status();
-    if (stats->has_usage) {
+    if (stats->usage.has_value()) {
+      const volume::VolumeMetrics& usage = *stats->usage;
       auto* bytes = res->add_usage();
       bytes->set_unit(csi::v1::VolumeUsage::BYTES);
-      bytes->set_total(stats->capacity_bytes);
-      bytes->set_available(stats->available_bytes);
-      bytes->set_used(stats->used_bytes);
+      bytes->set_total(usage.capacity_bytes);
+      bytes->set_available(usage.available_bytes);
+      bytes->set_used(usage.used_bytes);
       auto* inodes = res->add_usage();
       inodes->set_unit(csi::v1::VolumeUsage::INODES);
-      inodes->set_total(stats->inodes);
-      inodes->set_available(stats->inodes_free);
-      inodes->set_used(stats->inodes_used);
+      inodes->set_total(usage.inodes);
+      inodes->set_available(usage.inodes_free);
+      inodes->set_used(usage.inodes_used);
     }
     res->mutable_volume_condition()->set_abnormal(stats->abnormal);
     res->mutable_volume_condition()->set_message(stats->message);
