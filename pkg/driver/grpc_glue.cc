@@ -40,7 +40,7 @@ bool IsReadOnlyMode(const csi::v1::VolumeCapability& cap) {
          cap.access_mode().mode() == Mode::MULTI_NODE_READER_ONLY;
 }
 
-CallMetrics::CallMetrics(server::MetricsRegistry* metrics) {
+CallMetrics::CallMetrics(server::MetricsRegistry* metrics, base::Clock* clock) : clock_(clock) {
   if (metrics == nullptr) return;
   calls_ = metrics->AddCounter("lustre_csi_calls_total", "CSI calls served, by method and code.",
                                {"method", "code"});
@@ -52,7 +52,7 @@ CallMetrics::CallMetrics(server::MetricsRegistry* metrics) {
 void CallMetrics::Observe(const std::string& method, const grpc::Status& status, absl::Time start) {
   if (calls_ == nullptr) return;
   calls_->Increment({method, server::StatusCodeName(status.error_code())});
-  latency_->Observe({method}, absl::ToDoubleSeconds(absl::Now() - start));
+  latency_->Observe({method}, absl::ToDoubleSeconds(clock_->Now() - start));
 }
 
 }  // namespace lustre_csi::driver

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "pkg/base/clock.h"
 #include "pkg/server/grpc_status.h"
 #include "pkg/server/metrics.h"
 #include "proto/csi.pb.h"
@@ -29,13 +30,16 @@ absl::Status CheckCapability(const csi::v1::VolumeCapability& cap);
 // Whether the access mode only reads.
 bool IsReadOnlyMode(const csi::v1::VolumeCapability& cap);
 
-// Counts calls and their latency; `metrics` may be null (nothing recorded).
+// Counts calls and their latency, timed by `clock` (the process's one clock);
+// `metrics` may be null (nothing recorded).
 class CallMetrics {
  public:
-  explicit CallMetrics(server::MetricsRegistry* metrics);
+  explicit CallMetrics(server::MetricsRegistry* metrics, base::Clock* clock = base::RealClock());
+  absl::Time Now() { return clock_->Now(); }
   void Observe(const std::string& method, const grpc::Status& status, absl::Time start);
 
  private:
+  base::Clock* const clock_;
   server::Counter* calls_ = nullptr;
   server::Histogram* latency_ = nullptr;
 };
@@ -45,7 +49,7 @@ class CallMetrics {
 // it logs what failed and why.
 template <typename Body>
 grpc::Status Serve(CallMetrics& metrics, const char* method, Body body) {
-  absl::Time start = absl::Now();
+  absl::Time start = metrics.Now();
   grpc::Status status = ToGrpcStatus(body());
   metrics.Observe(method, status, start);
   return status;

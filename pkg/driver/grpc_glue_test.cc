@@ -3,10 +3,32 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/base/fake_clock.h"
+#include "pkg/server/metrics.h"
 
 namespace lustre_csi::driver {
 namespace {
+
+// A call's latency is read from the process's clock, so a test's clock
+// decides it.
+TEST(CallMetricsTest, LatencyComesFromTheClock) {
+  server::MetricsRegistry registry;
+  base::FakeClock clock;
+  CallMetrics metrics(&registry, &clock);
+  grpc::Status s = Serve(metrics, "NodePublishVolume", [&] {
+    clock.Advance(absl::Seconds(2));
+    return absl::NotFoundError("gone");
+  });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  std::string text = registry.Render();
+  EXPECT_THAT(text,
+              testing::HasSubstr(
+                  "lustre_csi_calls_total{method=\"NodePublishVolume\",code=\"NOT_FOUND\"} 1"));
+  EXPECT_THAT(text, testing::HasSubstr(
+                        "lustre_csi_call_duration_seconds_sum{method=\"NodePublishVolume\"} 2"));
+}
 
 TEST(ToGrpcStatusTest, KeepsCodeAndMessage) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
