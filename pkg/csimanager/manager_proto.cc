@@ -194,8 +194,12 @@ pb::NodeInfo ToProto(const NodeInfo& info) {
   return out;
 }
 
-absl::StatusOr<MountRequest> FromProto(const pb::MountVolumeRequest& request) {
-  MountRequest out;
+namespace {
+
+// What a mount and an unmount request both name: the volume, the allocation
+// and the usage.
+template <typename Out, typename Request>
+absl::Status FillClaimFields(const Request& request, Out& out) {
   out.namespace_ = request.namespace_();
   out.volume_id = request.volume_id();
   out.remote_id = request.remote_id();
@@ -203,6 +207,14 @@ absl::StatusOr<MountRequest> FromProto(const pb::MountVolumeRequest& request) {
   absl::StatusOr<VolumeUsage> usage = FromProto(request.usage());
   if (!usage.ok()) return usage.status();
   out.usage = *std::move(usage);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<MountRequest> FromProto(const pb::MountVolumeRequest& request) {
+  MountRequest out;
+  if (absl::Status s = FillClaimFields(request, out); !s.ok()) return s;
   out.publish_context = ToStdMap(request.publish_context());
   out.volume_context = ToStdMap(request.volume_context());
   out.secrets = ToStdMap(request.secrets());
@@ -211,13 +223,7 @@ absl::StatusOr<MountRequest> FromProto(const pb::MountVolumeRequest& request) {
 
 absl::StatusOr<UnmountRequest> FromProto(const pb::UnmountVolumeRequest& request) {
   UnmountRequest out;
-  out.namespace_ = request.namespace_();
-  out.volume_id = request.volume_id();
-  out.remote_id = request.remote_id();
-  out.alloc_id = request.alloc_id();
-  absl::StatusOr<VolumeUsage> usage = FromProto(request.usage());
-  if (!usage.ok()) return usage.status();
-  out.usage = *std::move(usage);
+  if (absl::Status s = FillClaimFields(request, out); !s.ok()) return s;
   return out;
 }
 
