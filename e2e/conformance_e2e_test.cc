@@ -129,12 +129,8 @@ class ConformanceE2eTest : public testing::Test {
   // The per-mount options of the mount at `path`, from this process's
   // mount table.
   static std::string MountOptionsAt(const std::string& path) {
-    std::string table = ReadFile("/proc/self/mountinfo");
-    for (absl::string_view line : absl::StrSplit(table, '\n')) {
-      std::vector<std::string> f = absl::StrSplit(line, ' ');
-      if (f.size() > 5 && f[4] == path) return f[5];
-    }
-    return "";
+    std::vector<volume::MountEntry> at = MountsAt(path);
+    return at.empty() ? "" : at.front().options;
   }
 
   TempDir tmp_;

@@ -33,15 +33,7 @@ using ::testing::IsEmpty;
 // File-system types of the mounts stacked at `point`, bottom first.
 std::vector<std::string> FsTypesAt(const std::string& point) {
   std::vector<std::string> out;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields = absl::StrSplit(line, ' ');
-    if (fields.size() < 5 || fields[4] != point) continue;  // test paths need no unescaping
-    for (size_t i = 5; i + 1 < fields.size(); ++i) {
-      if (fields[i] == "-") out.push_back(fields[i + 1]);
-    }
-  }
+  for (const volume::MountEntry& e : MountsAt(point)) out.push_back(e.fs_type);
   return out;
 }
 

@@ -25,25 +25,7 @@
 #include "absl/strings/str_split.h"
 
 namespace lustre_csi::e2e {
-namespace {
-
-std::string Unescape(absl::string_view field) {
-  auto octal = [](char c) { return c >= '0' && c <= '7'; };
-  std::string out;
-  for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size() && octal(field[i + 1]) && octal(field[i + 2]) &&
-        octal(field[i + 3])) {
-      out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
-                               (field[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += field[i];
-    }
-  }
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 absl::Status EnterPrivateMountNamespace() {
   if (unshare(CLONE_NEWNS) != 0) {
@@ -184,15 +166,31 @@ absl::Status WaitForSocket(const std::string& path, absl::Duration timeout) {
   return absl::DeadlineExceededError(absl::StrCat("nothing listens on ", path));
 }
 
+std::vector<volume::MountEntry> MountTable() {
+  absl::StatusOr<std::vector<volume::MountEntry>> table =
+      volume::ParseMountInfo(ReadFile("/proc/self/mountinfo"));
+  if (!table.ok()) {
+    fprintf(stderr, "e2e: /proc/self/mountinfo: %s\n",
+            std::string(table.status().message()).c_str());
+    abort();
+  }
+  return *std::move(table);
+}
+
+std::vector<volume::MountEntry> MountsAt(const std::string& point) {
+  std::vector<volume::MountEntry> out;
+  for (volume::MountEntry& e : MountTable()) {
+    if (e.mount_point == point) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::vector<std::string> MountsUnder(const std::string& prefix) {
   std::vector<std::string> out;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
-    if (fields.size() < 5) continue;
-    std::string point = Unescape(fields[4]);
-    if (point == prefix || absl::StartsWith(point, prefix + "/")) out.push_back(point);
+  for (const volume::MountEntry& e : MountTable()) {
+    if (e.mount_point == prefix || absl::StartsWith(e.mount_point, prefix + "/")) {
+      out.push_back(e.mount_point);
+    }
   }
   return out;
 }

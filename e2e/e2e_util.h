@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "pkg/base/wait_until.h"
+#include "pkg/volume/mount_table.h"
 
 namespace lustre_csi::e2e {
 
@@ -87,7 +88,14 @@ absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);
 // Waits until `done` returns true (pkg/base/wait_until.h).
 using base::WaitUntil;
 
-// Mount points (unescaped) at or below `prefix` in /proc/self/mountinfo.
+// This process's mount table (/proc/self/mountinfo), parsed by the driver's
+// own parser (pkg/volume/mount_table.h); aborts on a table it cannot parse.
+std::vector<volume::MountEntry> MountTable();
+
+// The mounts stacked at exactly `point`, bottom first.
+std::vector<volume::MountEntry> MountsAt(const std::string& point);
+
+// Mount points (unescaped) at or below `prefix`.
 std::vector<std::string> MountsUnder(const std::string& prefix);
 
 // Makes this mount namespace's /proc/filesystems list `lustre`, as it does on

@@ -120,14 +120,11 @@ class SharedClientE2eTest : public testing::Test {
 
   // The peer group ("shared:N") of the mount at `path`, "" when private.
   static std::string PeerGroup(const std::string& path) {
-    std::ifstream in("/proc/self/mountinfo");
     std::string group;
-    for (std::string line; std::getline(in, line);) {
-      std::vector<std::string> f = absl::StrSplit(line, ' ');
-      if (f.size() < 7 || f[4] != path) continue;
-      group.clear();
-      for (size_t i = 6; i < f.size() && f[i] != "-"; ++i) {
-        if (absl::StartsWith(f[i], "shared:")) group = f[i];
+    for (const volume::MountEntry& e : MountsAt(path)) {
+      group.clear();  // the top-most mount's
+      for (const std::string& field : e.optional_fields) {
+        if (absl::StartsWith(field, "shared:")) group = field;
       }
     }
     return group;

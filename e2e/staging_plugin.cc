@@ -23,11 +23,13 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "pkg/server/endpoint.h"
 #include "pkg/server/signals.h"
+#include "pkg/volume/mount_table.h"
 #include "proto/csi.grpc.pb.h"
 
 DEFINE_string(endpoint, "", "unix:///path.sock");
@@ -91,11 +93,11 @@ bool IsMountPoint(const std::string& path) {
   if (stat((path + "/..").c_str(), &parent) != 0) return false;
   if (self.st_dev != parent.st_dev) return true;
   std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find(" " + path + " ") != std::string::npos) return true;
-  }
-  return false;
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::vector<lustre_csi::volume::MountEntry>> table =
+      lustre_csi::volume::ParseMountInfo(text.str());
+  return table.ok() && lustre_csi::volume::TopMountAt(*table, path).has_value();
 }
 
 grpc::Status Errno(const std::string& what) {
