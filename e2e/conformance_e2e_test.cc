@@ -29,13 +29,7 @@ using ::testing::IsEmpty;
 constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr int64_t kTiB = int64_t{1} << 40;
 
-csi::v1::VolumeCapability Capability() {
-  csi::v1::VolumeCapability cap;
-  cap.mutable_mount();
-  cap.mutable_access_mode()->set_mode(
-      csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
-  return cap;
-}
+csi::v1::VolumeCapability Capability() { return MountCapability(); }
 
 // A started `lustre-csi <role>` with its stubs.
 struct Plugin {
@@ -80,13 +74,7 @@ class ConformanceE2eTest : public testing::Test {
 
   csi::v1::NodePublishVolumeRequest PublishRequest(const std::string& volume_id,
                                                    const std::string& target) {
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id(volume_id);
-    req.set_target_path(target);
-    *req.mutable_volume_capability() = Capability();
-    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
-    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
-    return req;
+    return MakePublishRequest(volume_id, target);
   }
 
   static grpc::Status Publish(Plugin& p, const csi::v1::NodePublishVolumeRequest& req) {

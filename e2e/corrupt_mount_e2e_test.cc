@@ -88,15 +88,7 @@ class CorruptMountTest : public testing::Test {
   }
 
   csi::v1::NodePublishVolumeRequest PublishRequest(const std::string& target) {
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id("pvc-1#lustrefs#10.0.0.4##f");
-    req.set_target_path(target);
-    req.mutable_volume_capability()->mutable_mount();
-    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
-    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
-    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
-    return req;
+    return MakePublishRequest("pvc-1#lustrefs#10.0.0.4##f", target);
   }
 
   grpc::Status Publish(const std::string& target) {

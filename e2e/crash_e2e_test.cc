@@ -98,15 +98,8 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
   }
 
   grpc::Status Publish(const std::string& target, bool read_only) {
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id("pvc-1#lustrefs#10.0.0.4##f");
-    req.set_target_path(target);
-    req.set_readonly(read_only);
-    req.mutable_volume_capability()->mutable_mount();
-    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
-    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
-    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
+    csi::v1::NodePublishVolumeRequest req =
+        MakePublishRequest("pvc-1#lustrefs#10.0.0.4##f", target, LustreContext(), read_only);
     grpc::ClientContext ctx;
     csi::v1::NodePublishVolumeResponse res;
     return stub_->NodePublishVolume(&ctx, req, &res);

@@ -73,10 +73,7 @@ class DriverE2eTest : public testing::Test {
   static csi::v1::VolumeCapability Capability(
       csi::v1::VolumeCapability::AccessMode::Mode mode =
           csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER) {
-    csi::v1::VolumeCapability cap;
-    cap.mutable_mount();
-    cap.mutable_access_mode()->set_mode(mode);
-    return cap;
+    return MountCapability(mode);
   }
 
   csi::v1::Volume CreateVolume(const std::string& name, const std::string& sub_dir = "") {
@@ -95,13 +92,9 @@ class DriverE2eTest : public testing::Test {
 
   csi::v1::NodePublishVolumeRequest PublishRequest(const csi::v1::Volume& volume,
                                                    const std::string& target, bool read_only) {
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id(volume.volume_id());
-    req.set_target_path(target);
-    req.set_readonly(read_only);
-    *req.mutable_volume_capability() = Capability();
-    *req.mutable_volume_context() = volume.volume_context();
-    return req;
+    return MakePublishRequest(volume.volume_id(), target,
+                              {volume.volume_context().begin(), volume.volume_context().end()},
+                              read_only);
   }
 
   grpc::Status Publish(const csi::v1::NodePublishVolumeRequest& req) {

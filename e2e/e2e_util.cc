@@ -166,6 +166,35 @@ absl::Status WaitForSocket(const std::string& path, absl::Duration timeout) {
   return absl::DeadlineExceededError(absl::StrCat("nothing listens on ", path));
 }
 
+csi::v1::VolumeCapability MountCapability(csi::v1::VolumeCapability::AccessMode::Mode mode) {
+  csi::v1::VolumeCapability cap;
+  cap.mutable_mount();
+  cap.mutable_access_mode()->set_mode(mode);
+  return cap;
+}
+
+std::map<std::string, std::string> LustreContext(const std::string& sub_dir,
+                                                 const std::string& fs) {
+  std::map<std::string, std::string> context = {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", fs}};
+  if (!sub_dir.empty()) context["sub-dir"] = sub_dir;
+  return context;
+}
+
+csi::v1::NodePublishVolumeRequest MakePublishRequest(
+    const std::string& volume_id, const std::string& target,
+    const std::map<std::string, std::string>& context, bool read_only,
+    const std::vector<std::string>& flags) {
+  csi::v1::NodePublishVolumeRequest req;
+  req.set_volume_id(volume_id);
+  req.set_target_path(target);
+  req.set_readonly(read_only);
+  *req.mutable_volume_capability() = MountCapability();
+  for (const std::string& f : flags)
+    req.mutable_volume_capability()->mutable_mount()->add_mount_flags(f);
+  for (const auto& [k, v] : context) (*req.mutable_volume_context())[k] = v;
+  return req;
+}
+
 std::vector<volume::MountEntry> MountTable() {
   absl::StatusOr<std::vector<volume::MountEntry>> table =
       volume::ParseMountInfo(ReadFile("/proc/self/mountinfo"));

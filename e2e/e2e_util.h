@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "absl/time/time.h"
 #include "pkg/base/wait_until.h"
 #include "pkg/volume/mount_table.h"
+#include "proto/csi.pb.h"
 
 namespace lustre_csi::e2e {
 
@@ -87,6 +89,24 @@ absl::Status WaitForSocket(const std::string& path, absl::Duration timeout);
 
 // Waits until `done` returns true (pkg/base/wait_until.h).
 using base::WaitUntil;
+
+// A mount (not block) capability with `mode`.
+csi::v1::VolumeCapability MountCapability(
+    csi::v1::VolumeCapability::AccessMode::Mode mode =
+        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+
+// The volume context of file system `fs` at 10.0.0.4, the tests' MGS, with
+// `sub_dir` when not empty.
+std::map<std::string, std::string> LustreContext(const std::string& sub_dir = "",
+                                                 const std::string& fs = "lustrefs");
+
+// The one NodePublishVolume request the e2e tests build: `volume_id` at
+// `target`, a MULTI_NODE_MULTI_WRITER mount capability with `flags`, the
+// context given.
+csi::v1::NodePublishVolumeRequest MakePublishRequest(
+    const std::string& volume_id, const std::string& target,
+    const std::map<std::string, std::string>& context = LustreContext(), bool read_only = false,
+    const std::vector<std::string>& flags = {});
 
 // This process's mount table (/proc/self/mountinfo), parsed by the driver's
 // own parser (pkg/volume/mount_table.h); aborts on a table it cannot parse.

@@ -135,15 +135,7 @@ class HostileE2eTest : public testing::Test {
   }
 
   static csi::v1::NodePublishVolumeRequest PublishRequest(const std::string& target) {
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id(kVolumeId);
-    req.set_target_path(target);
-    req.mutable_volume_capability()->mutable_mount();
-    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
-    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
-    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
-    return req;
+    return MakePublishRequest(kVolumeId, target);
   }
 
   grpc::Status Publish(const csi::v1::NodePublishVolumeRequest& req) {

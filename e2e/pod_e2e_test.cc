@@ -153,18 +153,9 @@ class PodTest : public testing::Test {
   grpc::Status PublishAt(const std::string& target, const std::string& sub_dir,
                          const std::string& fs = "lustrefs",
                          const std::vector<std::string>& flags = {}) {
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id("pv1#" + fs + "#10.0.0.4#" + sub_dir + "#f");
-    req.set_target_path(target);
-    for (const std::string& f : flags) {
-      req.mutable_volume_capability()->mutable_mount()->add_mount_flags(f);
-    }
-    req.mutable_volume_capability()->mutable_mount();
-    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
-    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
-    (*req.mutable_volume_context())["fs-name"] = fs;
-    (*req.mutable_volume_context())["sub-dir"] = sub_dir;
+    csi::v1::NodePublishVolumeRequest req = MakePublishRequest(
+        "pv1#" + fs + "#10.0.0.4#" + sub_dir + "#f", target,
+        {{"mgs-ip-address", "10.0.0.4"}, {"fs-name", fs}, {"sub-dir", sub_dir}}, false, flags);
     grpc::ClientContext ctx;
     csi::v1::NodePublishVolumeResponse res;
     return node_->NodePublishVolume(&ctx, req, &res);
@@ -472,15 +463,8 @@ TEST_F(PodTest, GoDriverVolumesPublishAndItsMountsSurviveTheSwitch) {
   auto publish = [&](const std::string& pod, const std::string& handle,
                      std::map<std::string, std::string> context) {
     std::filesystem::create_directories(std::filesystem::path(Target(pod)).parent_path());
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id(handle);
-    req.set_target_path(Target(pod));
-    for (const char* f : {"noatime", "flock"}) {
-      req.mutable_volume_capability()->mutable_mount()->add_mount_flags(f);
-    }
-    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
-    for (const auto& [k, v] : context) (*req.mutable_volume_context())[k] = v;
+    csi::v1::NodePublishVolumeRequest req =
+        MakePublishRequest(handle, Target(pod), context, false, {"noatime", "flock"});
     grpc::ClientContext ctx;
     csi::v1::NodePublishVolumeResponse res;
     return node_->NodePublishVolume(&ctx, req, &res);

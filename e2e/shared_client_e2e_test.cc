@@ -80,16 +80,8 @@ class SharedClientE2eTest : public testing::Test {
   }
 
   grpc::Status Publish(const std::string& sub_dir, const std::string& target, bool read_only) {
-    csi::v1::NodePublishVolumeRequest req;
-    req.set_volume_id("pv-" + sub_dir);
-    req.set_target_path(target);
-    req.set_readonly(read_only);
-    req.mutable_volume_capability()->mutable_mount();
-    req.mutable_volume_capability()->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
-    (*req.mutable_volume_context())["mgs-ip-address"] = "10.0.0.4";
-    (*req.mutable_volume_context())["fs-name"] = "lustrefs";
-    (*req.mutable_volume_context())["sub-dir"] = sub_dir;
+    csi::v1::NodePublishVolumeRequest req =
+        MakePublishRequest("pv-" + sub_dir, target, LustreContext(sub_dir), read_only);
     grpc::ClientContext ctx;
     csi::v1::NodePublishVolumeResponse res;
     return stub_->NodePublishVolume(&ctx, req, &res);
