@@ -323,13 +323,8 @@ class ManagerCrashTest : public testing::Test {
 
   grpc::Status Unmount(const std::string& alloc) {
     pb::MountVolumeRequest like = MountRequest(alloc);
-    pb::UnmountVolumeRequest req;
-    req.set_plugin(like.plugin());
-    req.set_namespace_(like.namespace_());
-    req.set_volume_id(like.volume_id());
-    req.set_remote_id(like.remote_id());
+    pb::UnmountVolumeRequest req = UnmountRequestFor(like);
     req.set_alloc_id(alloc);
-    *req.mutable_usage() = like.usage();
     pb::UnmountVolumeResponse res;
     grpc::ClientContext ctx;
     return stub_->UnmountVolume(&ctx, req, &res);

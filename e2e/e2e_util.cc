@@ -195,6 +195,18 @@ csi::v1::NodePublishVolumeRequest MakePublishRequest(
   return req;
 }
 
+::lustre_csi::manager::v1::UnmountVolumeRequest UnmountRequestFor(
+    const ::lustre_csi::manager::v1::MountVolumeRequest& like) {
+  ::lustre_csi::manager::v1::UnmountVolumeRequest req;
+  req.set_plugin(like.plugin());
+  req.set_namespace_(like.namespace_());
+  req.set_volume_id(like.volume_id());
+  req.set_remote_id(like.remote_id());
+  req.set_alloc_id(like.alloc_id());
+  *req.mutable_usage() = like.usage();
+  return req;
+}
+
 std::vector<volume::MountEntry> MountTable() {
   absl::StatusOr<std::vector<volume::MountEntry>> table =
       volume::ParseMountInfo(ReadFile("/proc/self/mountinfo"));

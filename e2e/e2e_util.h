@@ -21,6 +21,7 @@
 #include "pkg/base/wait_until.h"
 #include "pkg/volume/mount_table.h"
 #include "proto/csi.pb.h"
+#include "proto/manager.pb.h"
 
 namespace lustre_csi::e2e {
 
@@ -107,6 +108,11 @@ csi::v1::NodePublishVolumeRequest MakePublishRequest(
     const std::string& volume_id, const std::string& target,
     const std::map<std::string, std::string>& context = LustreContext(), bool read_only = false,
     const std::vector<std::string>& flags = {});
+
+// The plugin manager's UnmountVolume of what `like` mounted: the same
+// plugin, namespace, volume ids, allocation and usage.
+::lustre_csi::manager::v1::UnmountVolumeRequest UnmountRequestFor(
+    const ::lustre_csi::manager::v1::MountVolumeRequest& like);
 
 // This process's mount table (/proc/self/mountinfo), parsed by the driver's
 // own parser (pkg/volume/mount_table.h); aborts on a table it cannot parse.

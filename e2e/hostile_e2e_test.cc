@@ -173,13 +173,7 @@ class HostileE2eTest : public testing::Test {
   }
 
   grpc::Status Unmount(const pb::MountVolumeRequest& like) {
-    pb::UnmountVolumeRequest req;
-    req.set_plugin(like.plugin());
-    req.set_namespace_(like.namespace_());
-    req.set_volume_id(like.volume_id());
-    req.set_remote_id(like.remote_id());
-    req.set_alloc_id(like.alloc_id());
-    *req.mutable_usage() = like.usage();
+    pb::UnmountVolumeRequest req = UnmountRequestFor(like);
     pb::UnmountVolumeResponse res;
     return manager_stub_->UnmountVolume(Context().get(), req, &res);
   }
