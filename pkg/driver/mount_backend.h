@@ -145,9 +145,10 @@ struct SharedClientOptions {
 // select another one. A client goes when the last mount of it outside
 // `client_dir` goes (Released). Who uses which client is kept in memory:
 // read from the mount table once at start (so a restart or kill -9 loses
-// nothing), kept by every publish and unpublish with per-path checks, and
-// confirmed against the table only when a client may have become idle, before
-// it is unmounted; publishes, repeats and unpublishes read no table. A dead client (ENOTCONN,
+// nothing), kept by every publish and unpublish, and confirmed against the
+// table only when a client may have become idle, before it is unmounted (a
+// target whose unmount failed shows there and counts again); publishes,
+// repeats and unpublishes read no table. A dead client (ENOTCONN,
 // ESTALE) is unmounted lazily and mounted again for the next publish; binds of
 // other clients are not touched. Metrics (may be null): lustre_csi_clients,
 // lustre_csi_client_mounts_in_use, lustre_csi_publishes_total{client}.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -177,30 +178,23 @@ class SharedClientBackend : public MountBackend {
                               BindOptionsOf(options), true);
   }
 
-  // The target is no longer a user of its client once nothing is mounted
-  // there (an unmount that failed leaves it one); a client without users
-  // may be idle, which the mount table then decides.
-  // (A target is the user of one client; the table can show it as the user
-  // of several only where clients share a device, which separate Lustre
-  // client mounts never do: it is let go of by each.)
+  // The target stops counting as a user of its client; a client left
+  // without users may be idle, which the mount table then decides: a target
+  // whose unmount failed is still there and becomes a user again
+  // (ReleaseIfUnused). Nothing here looks at the target itself, which may be
+  // a hung mount. (A target is the user of one client; the table shows it as
+  // the user of several only where clients share a device, which separate
+  // Lustre client mounts never do: it is let go of by each.)
   void Released(const std::string& target) override {
-    std::set<std::string> names;
+    std::vector<std::string> names;
     {
       absl::MutexLock lock(&users_mu_);
-      auto it = clients_of_.find(target);
-      if (it == clients_of_.end()) return;
-      names = it->second;
+      for (const auto& [name, users] : users_) {
+        if (users.count(target) > 0) names.push_back(name);
+      }
     }
     for (const std::string& name : names) {
       absl::MutexLock lock(LockFor(name));
-      absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(target);
-      if (!absl::IsNotFound(mounted.status()) && !(mounted.ok() && !*mounted)) {
-        if (!mounted.ok()) {
-          LOG(WARNING) << "keeping " << target << " as a user of client " << name << ": "
-                       << mounted.status();
-        }
-        return;
-      }
       if (RemoveUser(name, target) == 0) ReleaseIfUnused(name);
     }
   }
@@ -288,8 +282,9 @@ class SharedClientBackend : public MountBackend {
     return mu.get();
   }
 
-  // The users of each client, in memory. Changed with the client's lock
-  // held (LockFor), which is taken before users_mu_.
+  // The users of each client this process knows mounted, in memory: a
+  // client is known exactly while it has an entry. Changed with the
+  // client's lock held (LockFor), which is taken before users_mu_.
   int Users(const std::string& name) {
     absl::MutexLock lock(&users_mu_);
     auto it = users_.find(name);
@@ -297,43 +292,29 @@ class SharedClientBackend : public MountBackend {
   }
   void AddUser(const std::string& name, const std::string& target) {
     absl::MutexLock lock(&users_mu_);
-    clients_of_[target].insert(name);
     users_[name].insert(target);
-  }
-  // Call with users_mu_ held.
-  void Unlink(const std::string& name, const std::string& target)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(users_mu_) {
-    auto it = clients_of_.find(target);
-    if (it == clients_of_.end()) return;
-    it->second.erase(name);
-    if (it->second.empty()) clients_of_.erase(it);
   }
   // The users left.
   int RemoveUser(const std::string& name, const std::string& target) {
     absl::MutexLock lock(&users_mu_);
-    Unlink(name, target);
-    std::set<std::string>& users = users_[name];
-    users.erase(target);
-    return static_cast<int>(users.size());
+    auto it = users_.find(name);
+    if (it == users_.end()) return 0;
+    it->second.erase(target);
+    return static_cast<int>(it->second.size());
   }
-  // Replaces what is known of the client `name` (its users, whether it is
-  // mounted) with what the mount table showed.
+  // Replaces what is known of the client `name` (mounted, with these users)
+  // with what the mount table showed.
   void SetUsers(const std::string& name, const std::set<std::string>& users) {
     absl::MutexLock lock(&users_mu_);
-    for (const std::string& target : users_[name]) Unlink(name, target);
-    for (const std::string& target : users) clients_of_[target].insert(name);
     users_[name] = users;
-    mounted_.insert(name);
   }
   void Forget(const std::string& name) {
     absl::MutexLock lock(&users_mu_);
-    for (const std::string& target : users_[name]) Unlink(name, target);
     users_.erase(name);
-    mounted_.erase(name);
   }
   bool KnownMounted(const std::string& name) {
     absl::MutexLock lock(&users_mu_);
-    return mounted_.count(name) > 0;
+    return users_.count(name) > 0;
   }
 
   // The client's root, mounted (by this call when `fresh`). A client this
@@ -451,10 +432,9 @@ class SharedClientBackend : public MountBackend {
   void Collect() {
     std::map<server::LabelValues, double> clients, uses;
     absl::MutexLock lock(&users_mu_);
-    for (const std::string& name : mounted_) {
+    for (const auto& [name, users] : users_) {
       clients[{name.substr(0, name.rfind('-'))}] += 1;
-      auto it = users_.find(name);
-      uses[{name}] = it == users_.end() ? 0 : static_cast<double>(it->second.size());
+      uses[{name}] = static_cast<double>(users.size());
     }
     client_gauge_->Reset(std::move(clients));
     use_gauge_->Reset(std::move(uses));
@@ -470,9 +450,6 @@ class SharedClientBackend : public MountBackend {
   std::map<std::string, std::unique_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(locks_mu_);
   absl::Mutex users_mu_;
   std::map<std::string, std::set<std::string>> users_ ABSL_GUARDED_BY(users_mu_);
-  // target -> the clients it uses (one, but see Released)
-  std::map<std::string, std::set<std::string>> clients_of_ ABSL_GUARDED_BY(users_mu_);
-  std::set<std::string> mounted_ ABSL_GUARDED_BY(users_mu_);
 };
 
 }  // namespace
