@@ -5,12 +5,10 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -35,9 +33,6 @@ static_assert(kMsRdonly == MS_RDONLY && kMsNosuid == MS_NOSUID && kMsNodev == MS
 #ifdef MS_NOSYMFOLLOW
 static_assert(kMsNosymfollow == MS_NOSYMFOLLOW);
 #endif
-// statfs(2)'s f_flags bit for nosymfollow (Linux 5.10), which older C
-// libraries do not name.
-constexpr unsigned long kStNosymfollow = 0x2000;
 static_assert(kMntForce == MNT_FORCE && kMntDetach == MNT_DETACH &&
               kUmountNofollow == UMOUNT_NOFOLLOW);
 static_assert(kFileTypeMask == S_IFMT && kTypeSocket == S_IFSOCK && kTypeSymlink == S_IFLNK &&
@@ -179,17 +174,7 @@ class LinuxSyscalls : public Syscalls {
     out.files = st.f_files;
     out.files_free = st.f_ffree;
     out.fs_type = st.f_type;
-    // statfs(2) reports the mount's flags with ST_* bits of their own.
-    const std::pair<unsigned long, unsigned long> flags[] = {
-        {ST_RDONLY, kMsRdonly},     {ST_NOSUID, kMsNosuid},
-        {ST_NODEV, kMsNodev},       {ST_NOEXEC, kMsNoexec},
-        {ST_NOATIME, kMsNoatime},   {ST_NODIRATIME, kMsNodiratime},
-        {ST_RELATIME, kMsRelatime}, {kStNosymfollow, kMsNosymfollow},
-    };
-    for (const auto& [st_flag, ms_flag] : flags) {
-      if (st.f_flags & st_flag) out.mount_flags |= ms_flag;
-    }
-    if (!(out.mount_flags & (kMsNoatime | kMsRelatime))) out.mount_flags |= kMsStrictatime;
+    out.mount_flags = os::MountFlagsOfStatfs(st.f_flags);
     return out;
   }
 

@@ -34,18 +34,9 @@ constexpr unsigned long kPerMountFlags =
 constexpr unsigned long kAtimeFlags = MS_NOATIME | MS_RELATIME | MS_STRICTATIME;
 constexpr char kOwnerSuffix[] = ".owner";
 
-// The MS_* per-mount flags of what statvfs(3) reports (ST_*).
-unsigned long MountFlagsOf(unsigned long st_flags) {
-  constexpr std::pair<unsigned long, unsigned long> kMap[] = {
-      {ST_RDONLY, MS_RDONLY},    {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV},
-      {ST_NOEXEC, MS_NOEXEC},    {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME},
-      {ST_RELATIME, MS_RELATIME}};
-  unsigned long out = 0;
-  for (const auto& [st, ms] : kMap) {
-    if ((st_flags & st) != 0) out |= ms;
-  }
-  return out;
-}
+// statfs(2)'s f_flags bit for nosymfollow (Linux 5.10), which older C
+// libraries do not name.
+constexpr unsigned long kStNosymfollow = 0x2000;
 
 // Whether the mount with id `mount_id` is shared (a "shared:N" optional field
 // in /proc/self/mountinfo): what is mounted below it then propagates.
@@ -63,6 +54,23 @@ absl::StatusOr<bool> IsShared(int64_t mount_id) {
   }
   return absl::NotFoundError(absl::StrCat("mount ", mount_id, " is not in /proc/self/mountinfo"));
 }
+
+}  // namespace
+
+unsigned long MountFlagsOfStatfs(unsigned long f_flags) {
+  constexpr std::pair<unsigned long, unsigned long> kMap[] = {
+      {ST_RDONLY, MS_RDONLY},     {ST_NOSUID, MS_NOSUID},          {ST_NODEV, MS_NODEV},
+      {ST_NOEXEC, MS_NOEXEC},     {ST_NOATIME, MS_NOATIME},        {ST_NODIRATIME, MS_NODIRATIME},
+      {ST_RELATIME, MS_RELATIME}, {kStNosymfollow, MS_NOSYMFOLLOW}};
+  unsigned long out = 0;
+  for (const auto& [st, ms] : kMap) {
+    if ((f_flags & st) != 0) out |= ms;
+  }
+  if ((out & (MS_NOATIME | MS_RELATIME)) == 0) out |= MS_STRICTATIME;
+  return out;
+}
+
+namespace {
 
 absl::Status MkdirAll(const std::string& path) {
   for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
@@ -227,7 +235,7 @@ absl::Status BindStaging::Bind(const std::string& source, const std::string& tar
     if (keep_source_flags) {
       struct statvfs st;
       if (statvfs(stage.c_str(), &st) != 0) return fail("statvfs");
-      keep = MountFlagsOf(st.f_flag);
+      keep = MountFlagsOfStatfs(st.f_flag);
       if ((flags & kAtimeFlags) != 0) keep &= ~kAtimeFlags;
     }
     unsigned long remount = MS_REMOUNT | MS_BIND | keep | (flags & (kPerMountFlags | kAtimeFlags));

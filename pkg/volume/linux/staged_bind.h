@@ -28,6 +28,11 @@
 
 namespace lustre_csi::volume::os {
 
+// The per-mount MS_* flags a mount has, from statfs(2)'s f_flags (ST_*
+// bits): rdonly, nosuid, nodev, noexec, nosymfollow, nodiratime, and one of
+// noatime, relatime or strictatime.
+unsigned long MountFlagsOfStatfs(unsigned long f_flags);
+
 class BindStaging {
  public:
   explicit BindStaging(std::string dir);
