@@ -111,21 +111,11 @@ class LustreBackend : public MountBackend {
   // directory at a path the host does not have.)
   Readiness CheckWorkingDir() {
     const std::string& base = options_.working_mount_dir;
-    if (absl::Status s = volume::MkdirAll(*sys_, base, 0750); !s.ok()) {
-      return {absl::FailedPreconditionError(
-                  absl::StrCat("working mount dir ", base, " is not usable: ", s.message())),
-              "working-dir"};
-    }
-    const std::string probe = absl::StrCat(base, "/.view-check-", absl::ToUnixNanos(absl::Now()),
-                                           "-", next_dir_.fetch_add(1));
-    if (absl::Status s = sys_->Mkdir(probe, 0700); !s.ok()) {
-      return {absl::FailedPreconditionError(
-                  absl::StrCat("working mount dir ", base, " is not writable: ", s.message())),
-              "working-dir"};
-    }
-    absl::StatusOr<bool> there = ns_->Exists(probe);
-    absl::Status removed = sys_->Rmdir(probe);
-    if (!removed.ok()) LOG(WARNING) << "removing " << probe << ": " << removed;
+    absl::StatusOr<std::string> probe = MakeWorkingDir(".view-check-");
+    if (!probe.ok()) return {probe.status(), "working-dir"};
+    absl::StatusOr<bool> there = ns_->Exists(*probe);
+    absl::Status removed = sys_->Rmdir(*probe);
+    if (!removed.ok()) LOG(WARNING) << "removing " << *probe << ": " << removed;
     if (there.ok() && *there) return {};
     return {absl::FailedPreconditionError(absl::StrCat(
                 "the working mount dir ", base, " is not the same directory in ", ns_->Describe(),
@@ -257,16 +247,17 @@ class LustreBackend : public MountBackend {
  private:
   static constexpr absl::string_view kOwnNamespace = "the driver's own mount namespace";
 
-  // A new, empty directory under the working mount dir.
-  absl::StatusOr<std::string> MakeWorkingDir() {
+  // A new, empty directory under the working mount dir, named
+  // <prefix><time>-<n>.
+  absl::StatusOr<std::string> MakeWorkingDir(absl::string_view prefix = "fs-") {
     const std::string& base = options_.working_mount_dir;
     if (absl::Status s = volume::MkdirAll(*sys_, base, 0750); !s.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat("working mount dir ", base, " is not usable: ", s.message()));
     }
     for (int attempt = 0; attempt < 100; ++attempt) {
-      std::string dir =
-          absl::StrCat(base, "/fs-", absl::ToUnixNanos(absl::Now()), "-", next_dir_.fetch_add(1));
+      std::string dir = absl::StrCat(base, "/", prefix, absl::ToUnixNanos(absl::Now()), "-",
+                                     next_dir_.fetch_add(1));
       absl::Status made = sys_->Mkdir(dir, 0700);
       if (made.ok()) return dir;
       if (made.code() != absl::StatusCode::kAlreadyExists) {

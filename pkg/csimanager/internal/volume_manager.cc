@@ -153,8 +153,8 @@ absl::Status VolumeManager::WithRetries(
     }
     backoff = std::min(backoff * retry.multiplier, retry.max_backoff);
   }
-  return absl::Status(status.code(),
-                      absl::StrCat(status.message(), " (gave up after ", attempt, " attempts)"));
+  return base::WithMessage(
+      status, absl::StrCat(status.message(), " (gave up after ", attempt, " attempts)"));
 }
 
 int VolumeManager::UsageCount(const std::string& namespace_, const std::string& volume_id,
@@ -201,9 +201,9 @@ absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKe
       // Undo the stage this call made (or may have made).
       absl::Status unstaged = Unstage(*record);
       if (!unstaged.ok()) {
-        return absl::Status(unstaged.code(),
-                            absl::StrCat("undoing the stage failed too (", unstaged.message(),
-                                         "); the claim is kept until the volume is unmounted"));
+        return base::WithMessage(
+            unstaged, absl::StrCat("undoing the stage failed too (", unstaged.message(),
+                                   "); the claim is kept until the volume is unmounted"));
       }
       drop_staging = record->path;
       RemoveDirs(claim.mount.source, options_.root + "/staging");
