@@ -17,17 +17,16 @@ namespace {
 
 class Running : public NotReadyTaint {
  public:
-  Running(kube::InClusterConfig config, kube::TaintRemoverOptions options,
-          std::function<bool()> ready)
-      : config_(std::move(config)) {
+  Running(const kube::InClusterConfig& config, kube::TaintRemoverOptions options,
+          std::function<bool()> ready) {
     kube::HttpsClientOptions https;
-    https.host = config_.host;
-    https.port = config_.port;
-    https.ca_file = config_.ca_file;
+    https.host = config.host;
+    https.port = config.port;
+    https.ca_file = config.ca_file;
     // Bounds how long stopping can wait for a call in flight.
     https.timeout = absl::Seconds(10);
     http_ = kube::NewHttpsClient(https);
-    const std::string token_file = config_.token_file;
+    const std::string token_file = config.token_file;
     remover_ = std::make_unique<kube::TaintRemover>(
         std::move(options), http_.get(), [token_file] { return kube::ReadToken(token_file); },
         std::move(ready), base::RealClock());
@@ -39,7 +38,6 @@ class Running : public NotReadyTaint {
   }
 
  private:
-  const kube::InClusterConfig config_;
   std::unique_ptr<kube::HttpClient> http_;
   std::unique_ptr<kube::TaintRemover> remover_;
   base::CancelToken cancel_;
@@ -73,7 +71,7 @@ std::unique_ptr<NotReadyTaint> StartNotReadyTaintRemoval(bool enabled,
   kube::TaintRemoverOptions options;
   options.node_name = node_name;
   options.taint_key = key;
-  return std::make_unique<Running>(*std::move(config), std::move(options), std::move(ready));
+  return std::make_unique<Running>(*config, std::move(options), std::move(ready));
 }
 
 }  // namespace lustre_csi

@@ -9,8 +9,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace lustre_csi::kube {
+
+// "host:port", an IPv6 address in brackets: "[fd00::1]:443".
+inline std::string Authority(absl::string_view host, int port) {
+  bool ipv6 = host.find(':') != absl::string_view::npos;
+  return absl::StrCat(ipv6 ? "[" : "", host, ipv6 ? "]" : "", ":", port);
+}
 
 struct HttpRequest {
   std::string method;  // "GET", "PATCH"

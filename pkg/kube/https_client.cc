@@ -10,7 +10,6 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <chrono>
-#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -43,21 +42,19 @@ class HttpsClient : public HttpClient {
     net::io_context ioc;
     beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
     stream.set_verify_callback(ssl::host_name_verification(options_.host));
-    net::ip::make_address(options_.host, ec);
+    const net::ip::address address = net::ip::make_address(options_.host, ec);
     const bool is_address = !ec;
     // SNI carries names only.
     if (!is_address && !SSL_set_tlsext_host_name(stream.native_handle(), options_.host.c_str())) {
       return absl::InternalError("setting the TLS server name");
     }
 
-    std::optional<http::verb> verb = VerbOf(request.method);
-    if (!verb.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat("unsupported method ", request.method));
+    const http::verb verb = http::string_to_verb(request.method);
+    if (verb == http::verb::unknown) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown method ", request.method));
     }
-    http::request<http::string_body> req{*verb, request.target, 11};
-    bool ipv6 = options_.host.find(':') != std::string::npos;
-    req.set(http::field::host,
-            absl::StrCat(ipv6 ? "[" : "", options_.host, ipv6 ? "]" : "", ":", options_.port));
+    http::request<http::string_body> req{verb, request.target, 11};
+    req.set(http::field::host, Authority(options_.host, options_.port));
     req.set(http::field::connection, "close");
     for (const auto& [name, value] : request.headers) req.set(name, value);
     req.body() = request.body;
@@ -93,7 +90,7 @@ class HttpsClient : public HttpClient {
       // none of the C library's name services, which a static binary in an
       // empty root does not have.
       std::vector<tcp::endpoint> endpoints = {
-          tcp::endpoint(net::ip::make_address(options_.host), options_.port)};
+          tcp::endpoint(address, static_cast<uint16_t>(options_.port))};
       beast::get_lowest_layer(stream).expires_after(timeout);
       beast::get_lowest_layer(stream).async_connect(endpoints, on_connect);
     } else {
@@ -134,15 +131,6 @@ class HttpsClient : public HttpClient {
   }
 
  private:
-  static std::optional<http::verb> VerbOf(const std::string& method) {
-    if (method == "GET") return http::verb::get;
-    if (method == "PATCH") return http::verb::patch;
-    if (method == "PUT") return http::verb::put;
-    if (method == "POST") return http::verb::post;
-    if (method == "DELETE") return http::verb::delete_;
-    return std::nullopt;
-  }
-
   const HttpsClientOptions options_;
 };
 

@@ -6,13 +6,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "pkg/kube/http.h"
 
 namespace lustre_csi::kube {
 
-std::string InClusterConfig::Authority() const {
-  bool ipv6 = host.find(':') != std::string::npos;
-  return absl::StrCat(ipv6 ? "[" : "", host, ipv6 ? "]" : "", ":", port);
-}
+std::string InClusterConfig::Authority() const { return kube::Authority(host, port); }
 
 absl::StatusOr<InClusterConfig> InClusterConfigFrom(
     const std::function<std::string(const char*)>& getenv,
@@ -45,7 +43,6 @@ absl::StatusOr<std::string> ReadToken(const std::string& token_file) {
   if (!in.is_open()) return absl::NotFoundError(absl::StrCat("cannot open ", token_file));
   std::stringstream buf;
   buf << in.rdbuf();
-  if (in.bad()) return absl::UnavailableError(absl::StrCat("cannot read ", token_file));
   std::string token(absl::StripAsciiWhitespace(buf.str()));
   if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(token_file, " is empty"));
   return token;

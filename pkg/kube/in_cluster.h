@@ -36,8 +36,8 @@ absl::StatusOr<InClusterConfig> InClusterConfigFrom(
     const std::function<bool(const std::string&)>& exists,
     const std::string& service_account_dir = kServiceAccountDir);
 
-// The token, surrounding whitespace removed; NOT_FOUND or the read error,
-// INVALID_ARGUMENT when it is empty.
+// The token, surrounding whitespace removed; NOT_FOUND when the file cannot
+// be opened, INVALID_ARGUMENT when it is empty.
 absl::StatusOr<std::string> ReadToken(const std::string& token_file);
 
 }  // namespace lustre_csi::kube
