@@ -1,6 +1,5 @@
 #include "pkg/volume/linux/namespace_threads.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "pkg/base/worker_pool.h"
 #include "pkg/volume/errno_status.h"
 
 namespace lustre_csi::volume {
@@ -133,12 +133,8 @@ absl::StatusOr<CallReply> NamespaceThreads::Run(absl::string_view what, absl::Du
   if (w == nullptr) {
     w = std::make_shared<Worker>();
     auto* arg = new ThreadArg{shared_, w};
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t thread;
-    int err = pthread_create(&thread, &attr, &NamespaceThreads::Main, arg);
-    pthread_attr_destroy(&attr);
+    // Each thread only makes one system call at a time: a small stack.
+    int err = base::WorkerPool::StartDetachedThread(&NamespaceThreads::Main, arg, 256 * 1024);
     if (err != 0) {
       delete arg;
       absl::MutexLock lock(&s.mu);
@@ -173,9 +169,11 @@ absl::StatusOr<CallReply> NamespaceThreads::Run(absl::string_view what, absl::Du
     }
     reply = std::move(*w->reply);
     w->reply.reset();
-    if (s.closing || static_cast<int>(s.idle.size()) >= s.options.max_idle) w->exit = true;
   }
-  if (!s.closing && static_cast<int>(s.idle.size()) < s.options.max_idle) {
+  if (s.closing || static_cast<int>(s.idle.size()) >= s.options.max_idle) {
+    absl::MutexLock wl(&w->mu);
+    w->exit = true;
+  } else {
     s.idle.push_back(std::move(w));
   }
   return reply;

@@ -12,9 +12,9 @@
 // A call waits at most its timeout. A thread whose call does not return in
 // time (an unmount of a dead server can block in the kernel for as long as
 // the server is away; no signal ends it) is given up: it finishes the call on
-// its own and ends, and later calls get other threads. At most `max_stuck`
-// such threads are allowed at once: past that, calls are refused
-// (UNAVAILABLE) rather than piling up threads in the kernel. Up to `max_idle`
+// its own and ends, and later calls get other threads. Once `max_stuck` such
+// threads are stuck, new calls are refused (UNAVAILABLE) rather than piling
+// up threads in the kernel (calls already running may still add to them). Up to `max_idle`
 // threads wait for work between calls; more are started when calls overlap
 // and end when they are done.
 //
