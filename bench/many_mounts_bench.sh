@@ -34,10 +34,10 @@ mount -t tmpfs -o size=512m many-bench "$w"
 made_run_dir=0
 [[ -d /run/lustre-standin ]] || { mkdir /run/lustre-standin; made_run_dir=1; }
 mount -t tmpfs -o size=64m standin-state /run/lustre-standin
-pids=()
+spid=""  # the server running now
 made_sbin=0
 cleanup() {
-  for p in "${pids[@]:-}"; do [[ -n "$p" ]] && kill -9 "$p" 2>/dev/null || true; done
+  [[ -n "$spid" ]] && kill -9 "$spid" 2>/dev/null || true
   wait 2>/dev/null || true
   umount -l /run/lustre-standin 2>/dev/null || true
   if [[ $made_sbin -eq 1 ]]; then umount /sbin/mount.lustre 2>/dev/null || true; rm -f /sbin/mount.lustre; fi
@@ -93,7 +93,6 @@ start() {  # mode -> sets $sock and $spid
       ;;
   esac
   spid=$!
-  pids+=("$spid")
   wait_socket "$sock"
 }
 
@@ -120,5 +119,6 @@ for n in 10 "$MANY"; do
     done
     kill "$spid"
     wait "$spid" || true
+    spid=""
   done
 done

@@ -31,8 +31,10 @@ made_run_dir=0
 [[ -d /run/lustre-standin ]] || { mkdir /run/lustre-standin; made_run_dir=1; }
 mount -t tmpfs -o size=64m standin-state /run/lustre-standin
 pid=""
+sampler=""
 cleanup() {
   [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null || true
+  [[ -n "$sampler" ]] && kill "$sampler" 2>/dev/null || true
   wait 2>/dev/null || true
   umount -l /run/lustre-standin 2>/dev/null || true
   [[ $made_run_dir -eq 1 ]] && rmdir /run/lustre-standin
@@ -70,6 +72,7 @@ for mode in shared per-volume; do
     --concurrency="$C" --target="$w/pods/$mode/p%d" --volume_id=pv >/dev/null
   touch "$w/stop"
   wait "$sampler"
+  sampler=""
   key=${mode//-/_}
   echo "# $mode: $line; $(cat "$w/rss-$mode")" >&2
   record "${key}_storm_errors" "$(field errors <<<"$line")"

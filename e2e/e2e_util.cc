@@ -23,9 +23,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 
 namespace lustre_csi::e2e {
-namespace {}  // namespace
 
 absl::Status EnterPrivateMountNamespace() {
   if (unshare(CLONE_NEWNS) != 0) {
@@ -208,8 +208,11 @@ csi::v1::NodePublishVolumeRequest MakePublishRequest(
 }
 
 std::vector<volume::MountEntry> MountTable() {
+  // The driver's own read: one consistent snapshot, even while mounts change.
+  static volume::Syscalls* const sys = volume::NewLinuxSyscalls({}).release();
+  absl::StatusOr<std::string> text = sys->ReadMountInfo();
   absl::StatusOr<std::vector<volume::MountEntry>> table =
-      volume::ParseMountInfo(ReadFile("/proc/self/mountinfo"));
+      text.ok() ? volume::ParseMountInfo(*text) : text.status();
   if (!table.ok()) {
     fprintf(stderr, "e2e: /proc/self/mountinfo: %s\n",
             std::string(table.status().message()).c_str());

@@ -109,10 +109,7 @@ class LifecycleE2eTest : public testing::Test {
   csi::v1::Volume CreateVolume(const std::string& name) {
     csi::v1::CreateVolumeRequest req;
     req.set_name(name);
-    auto* cap = req.add_volume_capabilities();
-    cap->mutable_mount();
-    cap->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+    *req.add_volume_capabilities() = MountCapability();
     auto& p = *req.mutable_parameters();
     p["mgs-ip-address"] = "10.0.0.4";
     p["fs-name"] = "lustrefs";

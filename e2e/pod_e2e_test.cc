@@ -593,10 +593,7 @@ TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) 
 
   csi::v1::CreateVolumeRequest create;
   create.set_name("pvc-123");
-  auto* cap = create.add_volume_capabilities();
-  cap->mutable_mount();
-  cap->mutable_access_mode()->set_mode(
-      csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+  *create.add_volume_capabilities() = MountCapability();
   (*create.mutable_parameters())["mgs-ip-address"] = "10.0.0.4";
   (*create.mutable_parameters())["fs-name"] = "lustrefs";
   (*create.mutable_parameters())["sub-dir"] = "volumes/pvc-123";

@@ -23,12 +23,12 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "pkg/server/endpoint.h"
 #include "pkg/server/signals.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/mount_table.h"
 #include "proto/csi.grpc.pb.h"
 
@@ -92,11 +92,12 @@ bool IsMountPoint(const std::string& path) {
   if (stat(path.c_str(), &self) != 0) return false;
   if (stat((path + "/..").c_str(), &parent) != 0) return false;
   if (self.st_dev != parent.st_dev) return true;
-  std::ifstream in("/proc/self/mountinfo");
-  std::stringstream text;
-  text << in.rdbuf();
+  static lustre_csi::volume::Syscalls* const sys =
+      lustre_csi::volume::NewLinuxSyscalls({}).release();
+  absl::StatusOr<std::string> text = sys->ReadMountInfo();
+  if (!text.ok()) return false;
   absl::StatusOr<std::vector<lustre_csi::volume::MountEntry>> table =
-      lustre_csi::volume::ParseMountInfo(text.str());
+      lustre_csi::volume::ParseMountInfo(*text);
   return table.ok() && lustre_csi::volume::TopMountAt(*table, path).has_value();
 }
 
