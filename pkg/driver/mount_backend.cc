@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "pkg/base/status_macros.h"
+#include "pkg/driver/host_tool.h"
 #include "pkg/driver/mount_backend_internal.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
@@ -54,13 +55,6 @@ namespace {
 using internal::MakeSubDir;
 using internal::MountedSpec;
 
-// The environment the mount helper gets: nothing of the driver's.
-const std::vector<std::string>& HelperEnvironment() {
-  static const auto* env =
-      new std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
-  return *env;
-}
-
 // Whether /proc/filesystems text lists `lustre` (the type is the last field).
 bool ListsLustre(absl::string_view filesystems) {
   for (absl::string_view line : absl::StrSplit(filesystems, '\n')) {
@@ -79,14 +73,6 @@ bool InstallsLustre(absl::string_view modules_dep) {
     if (base == "lustre.ko" || absl::StartsWith(base, "lustre.ko.")) return true;
   }
   return false;
-}
-
-// The helper's output for a message: trimmed, at most 1 KiB.
-std::string HelperOutput(absl::string_view output) {
-  constexpr size_t kMax = 1024;
-  output = absl::StripAsciiWhitespace(output);
-  if (output.size() <= kMax) return std::string(output);
-  return absl::StrCat(output.substr(0, kMax), "...");
 }
 
 class LustreBackend : public MountBackend {
@@ -140,13 +126,13 @@ class LustreBackend : public MountBackend {
     // Does the helper run there?
     const std::string& helper = options_.mount_helper;
     absl::StatusOr<volume::ProcessResult> version =
-        ns_->Run({helper, "-V"}, HelperEnvironment(), options_.check_timeout);
+        ns_->Run({helper, "-V"}, HostToolEnvironment(), options_.check_timeout);
     std::string cannot_run;
     if (!version.ok()) {
       cannot_run = std::string(version.status().message());
     } else if (!version->signaled && (version->exit_code == 126 || version->exit_code == 127)) {
       cannot_run =
-          absl::StrCat(helper, " -V: ", version->Describe(), ": ", HelperOutput(version->output));
+          absl::StrCat(helper, " -V: ", version->Describe(), ": ", HostToolOutput(version->output));
     }
     if (!cannot_run.empty()) {
       std::string hint;
@@ -214,11 +200,9 @@ class LustreBackend : public MountBackend {
     std::vector<std::string> argv = {options_.mount_helper};
     if (!options.empty()) argv.insert(argv.end(), {"-o", absl::StrJoin(options, ",")});
     argv.insert(argv.end(), {spec, target});
-    std::string what = absl::StrCat(absl::StrJoin(argv, " "), " in ", ns_->Describe());
-    absl::StatusOr<volume::ProcessResult> result =
-        ns_->Run(argv, HelperEnvironment(), options_.mount_timeout);
+    absl::StatusOr<volume::ProcessResult> result = RunHostTool(*ns_, argv, options_.mount_timeout);
     if (!result.ok()) return result.status();
-    if (!result->Succeeded()) return HelperFailure(what, *result);
+    std::string what = DescribeRun(*ns_, argv);
 
     // The mount was made there; it is only of use if it shows here too.
     volume::MountChecker checker(sys_);
@@ -373,62 +357,6 @@ std::string LustreSource::Spec() const { return MountSource(mgs_address, fs_name
 std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns,
                                                LustreBackendOptions options) {
   return std::make_unique<LustreBackend>(sys, ns, std::move(options));
-}
-
-absl::Status HelperFailure(const std::string& what, const volume::ProcessResult& result) {
-  std::string output = HelperOutput(result.output);
-  if (result.signaled) {
-    return absl::UnavailableError(absl::StrCat(what, ": ", result.Describe(), ": ", output));
-  }
-  int code = result.exit_code;
-  if (code == 126 || code == 127) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": ", result.Describe(), " (the helper could not run): ", output));
-  }
-  absl::StatusCode status_code = absl::StatusCode::kInternal;
-  switch (code) {
-    case ENODEV:  // no lustre file system type: the module is not loaded
-    case EPERM:
-      status_code = absl::StatusCode::kFailedPrecondition;
-      break;
-    case ENOENT:
-      status_code = absl::StatusCode::kNotFound;
-      break;
-    case EINVAL:
-    case E2BIG:
-      status_code = absl::StatusCode::kInvalidArgument;
-      break;
-    case EACCES:
-      status_code = absl::StatusCode::kPermissionDenied;
-      break;
-    case EIO:
-    case EAGAIN:
-    case EBUSY:
-    case EINTR:
-    case ENOMEM:
-    case ETIMEDOUT:
-    case ECONNREFUSED:
-    case ECONNRESET:
-    case EHOSTDOWN:
-    case EHOSTUNREACH:
-    case ENETUNREACH:
-    case ENETDOWN:
-    case ENOTCONN:
-    case ESHUTDOWN:
-    case EALREADY:
-    case EINPROGRESS:
-      status_code = absl::StatusCode::kUnavailable;
-      break;
-    default:
-      break;
-  }
-  const char* name = code > 0 ? strerrorname_np(code) : nullptr;
-  std::string meaning =
-      name != nullptr ? absl::StrCat(" (", name, ": ", strerror(code), ")") : std::string();
-  absl::Status status(status_code,
-                      absl::StrCat(what, ": ", result.Describe(), meaning, ": ", output));
-  if (name != nullptr) status.SetPayload(volume::kErrnoPayloadUrl, absl::Cord(absl::StrCat(code)));
-  return status;
 }
 
 std::unique_ptr<MountBackend> NewMockBackend() { return std::make_unique<MockBackend>(); }

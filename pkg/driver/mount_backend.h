@@ -117,15 +117,6 @@ struct LustreBackendOptions {
 std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns,
                                                LustreBackendOptions options);
 
-// The status for a helper that ran and failed. mount.lustre exits with the
-// errno of what failed: ENODEV (no kernel module) and EPERM are
-// FAILED_PRECONDITION, ENOENT NOT_FOUND, EINVAL INVALID_ARGUMENT, EACCES
-// PERMISSION_DENIED, network and busy errnos UNAVAILABLE; 126/127 (could not
-// run) FAILED_PRECONDITION; a signal UNAVAILABLE; anything else INTERNAL. The
-// message names the command, the exit status with its errno name, and the
-// helper's output cut to 1 KiB; the errno is attached (volume::ErrnoOf).
-absl::Status HelperFailure(const std::string& what, const volume::ProcessResult& result);
-
 struct SharedClientOptions {
   // One directory per client mount, <client_dir>/<fs-name>-<key>. It must be
   // the same directory in the driver's view and in the mount namespace, on a

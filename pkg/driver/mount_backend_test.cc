@@ -116,45 +116,6 @@ TEST_F(LustreBackendTest, OptionLikeArgumentsNeverRun) {
   EXPECT_TRUE(ns_.Runs().empty());
 }
 
-struct ExitCase {
-  int exit_code;
-  bool signaled;
-  absl::StatusCode code;
-  const char* says;
-};
-
-TEST(HelperFailureTest, ExitStatusIsTheErrno) {
-  for (const ExitCase& c : std::vector<ExitCase>{
-           {ENODEV, false, absl::StatusCode::kFailedPrecondition, "exit status 19 (ENODEV"},
-           {EPERM, false, absl::StatusCode::kFailedPrecondition, "(EPERM"},
-           {ENOENT, false, absl::StatusCode::kNotFound, "(ENOENT"},
-           {EINVAL, false, absl::StatusCode::kInvalidArgument, "(EINVAL"},
-           {EACCES, false, absl::StatusCode::kPermissionDenied, "(EACCES"},
-           {ETIMEDOUT, false, absl::StatusCode::kUnavailable, "(ETIMEDOUT"},
-           {EIO, false, absl::StatusCode::kUnavailable, "(EIO"},
-           {ECONNREFUSED, false, absl::StatusCode::kUnavailable, "(ECONNREFUSED"},
-           {127, false, absl::StatusCode::kFailedPrecondition, "could not run"},
-           {EEXIST, false, absl::StatusCode::kInternal, "(EEXIST"},
-           {200, false, absl::StatusCode::kInternal, "exit status 200"},
-           {0, true, absl::StatusCode::kUnavailable, "killed by signal 9"},
-       }) {
-    ProcessResult r = Exit(c.exit_code, "helper said this");
-    if (c.signaled) {
-      r.signaled = true;
-      r.signal = 9;
-    }
-    absl::Status s = HelperFailure("mount.lustre x y", r);
-    EXPECT_EQ(s.code(), c.code) << c.exit_code << ": " << s;
-    EXPECT_THAT(s.message(), HasSubstr(c.says)) << s;
-    EXPECT_THAT(s.message(), HasSubstr("helper said this")) << s;
-    if (!c.signaled && c.exit_code > 0 && c.exit_code < 127) {
-      EXPECT_EQ(volume::ErrnoOf(s), c.exit_code) << s;
-    }
-  }
-  absl::Status long_output = HelperFailure("m", Exit(EIO, std::string(100000, 'x')));
-  EXPECT_LT(long_output.message().size(), 1200u);
-}
-
 // Mounts made in the namespace under the working dir must show here: a
 // working dir the two views do not share is not ready, and says how to fix it.
 TEST_F(LustreBackendTest, AWorkingDirTheNamespaceDoesNotShareIsNotReady) {

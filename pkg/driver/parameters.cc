@@ -116,6 +116,68 @@ absl::StatusOr<bool> ParseBoolParam(absl::string_view key, absl::string_view val
       absl::StrCat("parameter ", key, " must be true or false, not '", value, "'"));
 }
 
+// A size in bytes, with an optional binary suffix (K, M, G; either case).
+absl::StatusOr<uint64_t> ParseSize(absl::string_view key, absl::string_view value) {
+  absl::string_view digits = value;
+  uint64_t unit = 1;
+  if (!digits.empty()) {
+    switch (absl::ascii_tolower(digits.back())) {
+      case 'k':
+        unit = uint64_t{1} << 10;
+        break;
+      case 'm':
+        unit = uint64_t{1} << 20;
+        break;
+      case 'g':
+        unit = uint64_t{1} << 30;
+        break;
+      default:
+        break;
+    }
+    if (unit != 1) digits.remove_suffix(1);
+  }
+  uint64_t n = 0;
+  if (digits.empty() || !absl::ascii_isdigit(digits[0]) || !absl::SimpleAtoi(digits, &n) ||
+      n > UINT64_MAX / unit) {
+    return absl::InvalidArgumentError(absl::StrCat("parameter ", key, " has a bad size '",
+                                                   absl::CHexEscape(value),
+                                                   "' (bytes, or a number with K, M or G)"));
+  }
+  return n * unit;
+}
+
+absl::Status ParseLayoutKey(absl::string_view key, absl::string_view k, absl::string_view value,
+                            SubDirProvisioning& out) {
+  if (k == kParamSubDirStripeCount) {
+    int64_t count = 0;
+    if (!absl::SimpleAtoi(value, &count) || count < -1 || count > kMaxStripeCount) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter ", key, " '", absl::CHexEscape(value), "' must be -1 (every OST), 0 (the ",
+          "file system's default) or a count up to ", kMaxStripeCount));
+    }
+    out.stripe_count = count;
+  } else if (k == kParamSubDirStripeSize) {
+    absl::StatusOr<uint64_t> size = ParseSize(key, value);
+    if (!size.ok()) return size.status();
+    if (*size == 0 || *size % kStripeSizeUnit != 0 || *size > kMaxStripeSize) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", key, " '", absl::CHexEscape(value),
+                       "' must be a multiple of 64 KiB below 4 GiB (for example 1M)"));
+    }
+    out.stripe_size = *size;
+  } else {  // kParamSubDirStripePool
+    bool ok = !value.empty() && value.size() <= kMaxPoolName && value[0] != '-';
+    for (char c : value) ok = ok && (absl::ascii_isalnum(c) || c == '_' || c == '-');
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", key, " '", absl::CHexEscape(value), "' must be 1 to ",
+                       kMaxPoolName, " of [A-Za-z0-9_-], not starting with '-'"));
+    }
+    out.stripe_pool = std::string(value);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsAzureProvisioningKey(absl::string_view lower_key) {
@@ -168,6 +230,21 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
             "parameter ", key, " must be delete or retain, not '", absl::CHexEscape(value), "'"));
       }
       out.provisioning.delete_on_delete = policy == "delete";
+    } else if (k == kParamSubDirQuota) {
+      absl::StatusOr<bool> b = ParseBoolParam(key, value);
+      if (!b.ok()) return b.status();
+      out.provisioning.quota = *b;
+    } else if (k == kParamSubDirInodeLimit) {
+      uint64_t n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n == 0 || value[0] == '+') {
+        return absl::InvalidArgumentError(absl::StrCat("parameter ", key, " '",
+                                                       absl::CHexEscape(value),
+                                                       "' must be a number of inodes above 0"));
+      }
+      out.provisioning.inode_limit = n;
+    } else if (k == kParamSubDirStripeCount || k == kParamSubDirStripeSize ||
+               k == kParamSubDirStripePool) {
+      if (absl::Status s = ParseLayoutKey(key, k, value, out.provisioning); !s.ok()) return s;
     } else if (IsKubernetesKey(key)) {
       out.kubernetes[key] = value;
     } else {
@@ -178,7 +255,19 @@ absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown parameter(s): ", absl::StrJoin(unknown, ", "), "; known: ", kParamMgsIpAddress,
         ", ", kParamFsName, ", ", kParamSubDir, ", ", kParamCreateSubDir, ", ", kParamSubDirMode,
-        ", ", kParamSubDirUid, ", ", kParamSubDirGid, ", ", kParamSubDirOnDelete));
+        ", ", kParamSubDirUid, ", ", kParamSubDirGid, ", ", kParamSubDirOnDelete, ", ",
+        kParamSubDirQuota, ", ", kParamSubDirInodeLimit, ", ", kParamSubDirStripeCount, ", ",
+        kParamSubDirStripeSize, ", ", kParamSubDirStripePool));
+  }
+  const SubDirProvisioning& prov = out.provisioning;
+  if (!prov.enabled && (prov.quota || prov.inode_limit != 0 || prov.has_layout())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kParamSubDirQuota, ", ", kParamSubDirInodeLimit, " and the ", "sub-dir-stripe-* keys ",
+        "apply to provisioned sub-dirs: they need ", kParamCreateSubDir, ": \"true\""));
+  }
+  if (prov.inode_limit != 0 && !prov.quota) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kParamSubDirInodeLimit, " needs ", kParamSubDirQuota, ": \"true\""));
   }
   if (out.mgs_address.empty() && !out.azure_keys.empty()) {
     return absl::InvalidArgumentError(

@@ -30,6 +30,22 @@ inline constexpr char kParamSubDirMode[] = "sub-dir-mode";
 inline constexpr char kParamSubDirUid[] = "sub-dir-uid";
 inline constexpr char kParamSubDirGid[] = "sub-dir-gid";
 inline constexpr char kParamSubDirOnDelete[] = "sub-dir-on-delete";
+// Capacity and layout of a provisioned sub-dir (need create-sub-dir: "true"):
+// a project quota whose hard block limit is the volume's capacity (and an
+// inode limit when given), and a default layout for new files.
+inline constexpr char kParamSubDirQuota[] = "sub-dir-quota";
+inline constexpr char kParamSubDirInodeLimit[] = "sub-dir-inode-limit";
+inline constexpr char kParamSubDirStripeCount[] = "sub-dir-stripe-count";
+inline constexpr char kParamSubDirStripeSize[] = "sub-dir-stripe-size";
+inline constexpr char kParamSubDirStripePool[] = "sub-dir-stripe-pool";
+
+// Lustre's limits on a layout: a stripe size is a multiple of 64 KiB below
+// 4 GiB; a stripe count is -1 (every OST), 0 (the file system's default) or
+// at most 2000; a pool name is 1 to 15 of [A-Za-z0-9_-].
+inline constexpr uint64_t kStripeSizeUnit = 64 * 1024;
+inline constexpr uint64_t kMaxStripeSize = (uint64_t{4} << 30) - kStripeSizeUnit;
+inline constexpr int64_t kMaxStripeCount = 2000;
+inline constexpr size_t kMaxPoolName = 15;
 
 // Context keys Kubernetes fills (with podInfoOnMount and the provisioner's
 // --extra-create-metadata).
@@ -47,6 +63,17 @@ struct SubDirProvisioning {
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
   bool delete_on_delete = false;
+  // A project quota of the volume's capacity.
+  bool quota = false;
+  uint64_t inode_limit = 0;  // 0: none
+  // Unset fields: the file system's defaults.
+  std::optional<int64_t> stripe_count;
+  std::optional<uint64_t> stripe_size;
+  std::string stripe_pool;
+
+  bool has_layout() const {
+    return stripe_count.has_value() || stripe_size.has_value() || !stripe_pool.empty();
+  }
 };
 
 // The Go driver's keys for creating an Azure Managed Lustre cluster
@@ -77,7 +104,9 @@ struct LustreParams {
 // MGS address (an IP or host, or a NID list such as "10.0.0.4@tcp" or
 // "a@o2ib:b@o2ib"; no empty element and none starting with '-') and the
 // fs-name (1 to 8 of [A-Za-z0-9_-], Lustre's limit, not starting with '-');
-// a sub-dir cannot start with '-' either. The one validation for every mount
+// a sub-dir cannot start with '-' either. The sub-dir-quota, inode-limit and
+// stripe keys are checked against Lustre's limits and need create-sub-dir.
+// The one validation for every mount
 // mode: nothing here depends on how the volume will be mounted.
 absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::string>& params);
 

@@ -245,3 +245,88 @@ TEST(MountSourceTest, Table) {
 
 }  // namespace
 }  // namespace lustre_csi::driver
+
+namespace lustre_csi::driver {
+namespace {
+
+std::map<std::string, std::string> Provisioned(std::map<std::string, std::string> extra) {
+  std::map<std::string, std::string> p = {{"mgs-ip-address", "10.0.0.4"},
+                                          {"sub-dir", "v/${pvc.metadata.name}"},
+                                          {"create-sub-dir", "true"}};
+  p.insert(extra.begin(), extra.end());
+  return p;
+}
+
+TEST(CapacityParamsTest, QuotaInodesAndLayoutAreParsed) {
+  auto p = ParseLustreParams(Provisioned({{"sub-dir-quota", "true"},
+                                          {"Sub-Dir-Inode-Limit", "100000"},
+                                          {"sub-dir-stripe-count", "-1"},
+                                          {"sub-dir-stripe-size", "4M"},
+                                          {"sub-dir-stripe-pool", "flash_1"}}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->provisioning.quota);
+  EXPECT_EQ(p->provisioning.inode_limit, 100000u);
+  EXPECT_EQ(p->provisioning.stripe_count, -1);
+  EXPECT_EQ(p->provisioning.stripe_size, uint64_t{4} << 20);
+  EXPECT_EQ(p->provisioning.stripe_pool, "flash_1");
+
+  auto plain = ParseLustreParams(Provisioned({}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->provisioning.quota);
+  EXPECT_FALSE(plain->provisioning.has_layout());
+  // Sizes in bytes and with each suffix.
+  for (const auto& [text, bytes] :
+       std::vector<std::pair<std::string, uint64_t>>{{"65536", 65536},
+                                                     {"64k", 65536},
+                                                     {"64K", 65536},
+                                                     {"1m", 1 << 20},
+                                                     {"1G", 1 << 30},
+                                                     {"4194240K", (uint64_t{4} << 30) - 65536}}) {
+    auto s = ParseLustreParams(Provisioned({{"sub-dir-stripe-size", text}}));
+    ASSERT_TRUE(s.ok()) << text << ": " << s.status();
+    EXPECT_EQ(s->provisioning.stripe_size, bytes) << text;
+  }
+}
+
+// Each refusal is INVALID_ARGUMENT naming the key.
+TEST(CapacityParamsTest, RefusalsNameTheKey) {
+  struct Case {
+    std::map<std::string, std::string> params;
+    const char* names;
+  };
+  const std::vector<Case> cases = {
+      {Provisioned({{"sub-dir-quota", "yes"}}), "sub-dir-quota"},
+      {Provisioned({{"sub-dir-quota", "true"}, {"sub-dir-inode-limit", "0"}}),
+       "sub-dir-inode-limit"},
+      {Provisioned({{"sub-dir-quota", "true"}, {"sub-dir-inode-limit", "-5"}}),
+       "sub-dir-inode-limit"},
+      {Provisioned({{"sub-dir-inode-limit", "10"}}), "sub-dir-inode-limit"},
+      {Provisioned({{"sub-dir-stripe-count", "-2"}}), "sub-dir-stripe-count"},
+      {Provisioned({{"sub-dir-stripe-count", "2001"}}), "sub-dir-stripe-count"},
+      {Provisioned({{"sub-dir-stripe-count", "two"}}), "sub-dir-stripe-count"},
+      {Provisioned({{"sub-dir-stripe-size", "1000"}}), "sub-dir-stripe-size"},
+      {Provisioned({{"sub-dir-stripe-size", "0"}}), "sub-dir-stripe-size"},
+      {Provisioned({{"sub-dir-stripe-size", "4G"}}), "sub-dir-stripe-size"},
+      {Provisioned({{"sub-dir-stripe-size", "1T"}}), "sub-dir-stripe-size"},
+      {Provisioned({{"sub-dir-stripe-size", "-64k"}}), "sub-dir-stripe-size"},
+      {Provisioned({{"sub-dir-stripe-size", "99999999999999999999k"}}), "sub-dir-stripe-size"},
+      {Provisioned({{"sub-dir-stripe-pool", ""}}), "sub-dir-stripe-pool"},
+      {Provisioned({{"sub-dir-stripe-pool", "a-pool-name-too-long"}}), "sub-dir-stripe-pool"},
+      {Provisioned({{"sub-dir-stripe-pool", "fs.pool"}}), "sub-dir-stripe-pool"},
+      {Provisioned({{"sub-dir-stripe-pool", "-p"}}), "sub-dir-stripe-pool"},
+      // Only provisioned sub-dirs get a quota or a layout.
+      {{{"mgs-ip-address", "10.0.0.4"}, {"sub-dir", "a"}, {"sub-dir-quota", "true"}},
+       "create-sub-dir"},
+      {{{"mgs-ip-address", "10.0.0.4"}, {"sub-dir", "a"}, {"sub-dir-stripe-count", "2"}},
+       "create-sub-dir"},
+  };
+  for (const Case& c : cases) {
+    auto p = ParseLustreParams(c.params);
+    ASSERT_FALSE(p.ok()) << c.names;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+    EXPECT_THAT(p.status().message(), HasSubstr(c.names)) << p.status();
+  }
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver
