@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -65,6 +67,32 @@ absl::StatusOr<int64_t> RoundCapacity(int64_t required_bytes, int64_t limit_byte
   return rounded;
 }
 
+absl::StatusOr<int64_t> QuotaCapacity(int64_t required_bytes, int64_t limit_bytes) {
+  constexpr int64_t kKiB = 1024;
+  if (required_bytes < 0 || limit_bytes < 0) {
+    return absl::InvalidArgumentError("capacity range cannot be negative");
+  }
+  if (limit_bytes > 0 && required_bytes > limit_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("required_bytes ", required_bytes, " exceeds limit_bytes ", limit_bytes));
+  }
+  int64_t want = required_bytes > 0 ? required_bytes
+                 : limit_bytes > 0  ? limit_bytes
+                                    : kDefaultCapacityBytes;
+  if (want <= INT64_MAX - (kKiB - 1)) {
+    int64_t up = (want + kKiB - 1) / kKiB * kKiB;
+    if (limit_bytes == 0 || up <= limit_bytes) return up;
+  }
+  if (limit_bytes > 0) {
+    int64_t down = limit_bytes / kKiB * kKiB;
+    if (down > 0 && down >= required_bytes) return down;
+    return absl::OutOfRangeError(absl::StrCat("a project quota is set in whole KiB; [",
+                                              required_bytes, ", ", limit_bytes,
+                                              "] bytes holds none"));
+  }
+  return absl::OutOfRangeError(absl::StrCat("capacity ", want, " is too large"));
+}
+
 absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& args) {
   if (args.name.empty()) return absl::InvalidArgumentError("volume name missing");
   if (args.name.size() > kMaxNameLength) {
@@ -87,7 +115,16 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
         kParamCreateSubDir,
         " needs a controller that reaches the file system: start it with --mount-mode=lustre"));
   }
-  absl::StatusOr<int64_t> capacity = RoundCapacity(args.required_bytes, args.limit_bytes);
+  const SubDirProvisioning& prov = params.provisioning;
+  if ((prov.quota || prov.has_layout()) && options_.lfs == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kParamSubDirQuota,
+                     " and the sub-dir-stripe-* keys need the host's lfs: a "
+                     "controller in --mount-mode=lustre (see --lfs)"));
+  }
+  absl::StatusOr<int64_t> capacity = prov.quota
+                                         ? QuotaCapacity(args.required_bytes, args.limit_bytes)
+                                         : RoundCapacity(args.required_bytes, args.limit_bytes);
   if (!capacity.ok()) return capacity.status();
 
   ScopedVolumeLock lock(&name_locks_, args.name);
@@ -113,7 +150,7 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
   CreatedVolume volume;
   volume.context = args.parameters;
   if (params.provisioning.enabled) {
-    absl::StatusOr<std::string> sub_dir = ProvisionSubDir(args, params);
+    absl::StatusOr<std::string> sub_dir = ProvisionSubDir(args, params, *capacity);
     if (!sub_dir.ok()) return sub_dir.status();
     // The node mounts exactly the directory created here.
     id.sub_dir = *sub_dir;
@@ -136,7 +173,8 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
 }
 
 absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeArgs& args,
-                                                             const LustreParams& params) {
+                                                             const LustreParams& params,
+                                                             int64_t capacity) {
   absl::StatusOr<std::string> sub_dir = FillSubDir(params.sub_dir, params.kubernetes);
   if (!sub_dir.ok()) {
     return absl::InvalidArgumentError(
@@ -147,21 +185,111 @@ absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeA
     return absl::InvalidArgumentError(
         absl::StrCat(kParamCreateSubDir, " needs a non-empty ", kParamSubDir));
   }
+  const SubDirProvisioning& prov = params.provisioning;
   volume::OwnedDirOptions options;
-  options.mode = params.provisioning.mode;
-  options.uid = params.provisioning.uid;
-  options.gid = params.provisioning.gid;
-  volume::DirOwner owner{args.name, params.provisioning.delete_on_delete, RequestFingerprint(args)};
+  options.mode = prov.mode;
+  options.uid = prov.uid;
+  options.gid = prov.gid;
+  volume::DirOwner owner{args.name, prov.delete_on_delete, RequestFingerprint(args)};
   LustreSource root{params.mgs_address, params.fs_name, ""};
-  absl::Status status =
-      backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys, const std::string& fs_root) {
-        return volume::CreateOwnedDir(sys, fs_root, *sub_dir, options, owner);
-      });
+  std::optional<uint32_t> project;
+  absl::Status status = backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
+                                                               const std::string& fs_root) {
+    if (!prov.quota && !prov.has_layout()) {
+      return volume::CreateOwnedDir(sys, fs_root, *sub_dir, options, owner);
+    }
+    // The directory may be there for this volume already (a retry, or a
+    // controller that stopped midway): its marker names its project.
+    absl::StatusOr<std::optional<volume::DirOwner>> before =
+        volume::ReadDirOwner(sys, fs_root, *sub_dir);
+    bool fresh = absl::IsNotFound(before.status());
+    if (!fresh && !before.ok()) return before.status();
+    std::optional<uint32_t> claimed;
+    if (fresh && prov.quota) {
+      ASSIGN_OR_RETURN(uint32_t id, ClaimProjectId(sys, fs_root, options_.project_ids, args.name));
+      claimed = id;
+      owner.project = id;
+    }
+    absl::Status made = volume::CreateOwnedDir(sys, fs_root, *sub_dir, options, owner);
+    if (made.ok()) {
+      // The marker decides: a twin of this call may have made the directory
+      // first, with its claim.
+      absl::StatusOr<std::optional<volume::DirOwner>> marked =
+          volume::ReadDirOwner(sys, fs_root, *sub_dir);
+      if (marked.ok() && marked->has_value()) project = (*marked)->project;
+      if (!marked.ok()) made = marked.status();
+    }
+    if (claimed.has_value() && (!made.ok() || project != claimed)) {
+      absl::Status released = ReleaseProjectId(sys, fs_root, *claimed, args.name);
+      if (!released.ok()) LOG(ERROR) << "freeing project ID " << *claimed << ": " << released;
+      fresh = fresh && made.ok() && project.has_value();
+    }
+    if (!made.ok()) return made;
+    if (prov.quota && !project.has_value()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sub-dir ", *sub_dir, " of volume ", args.name,
+                       " exists without a project ID: it was made without ", kParamSubDirQuota));
+    }
+    absl::Status applied = ApplyCapacityAndLayout(sys, fs_root, *sub_dir, prov, project, capacity);
+    if (applied.ok() || !fresh) return applied;
+    // Nothing half-done: the directory made here, and its project, go.
+    absl::Status undo = sys.RemoveTreeBeneath(fs_root, *sub_dir, volume::kMaxOwnedDirDepth);
+    if (undo.ok() && project.has_value()) {
+      // Whatever limit was set goes with it (the next holder sets its own).
+      absl::Status cleared = options_.lfs->SetProjectQuota(fs_root, *project, {});
+      if (!cleared.ok()) LOG(WARNING) << "clearing project " << *project << ": " << cleared;
+      undo = ReleaseProjectId(sys, fs_root, *project, args.name);
+    }
+    if (!undo.ok()) LOG(ERROR) << "taking back sub-dir " << *sub_dir << ": " << undo;
+    return applied;
+  });
   if (!status.ok()) return status;
   LOG(INFO) << "created sub-dir " << *sub_dir << " on " << root.Spec() << " for volume "
             << args.name << " (on delete: " << (owner.delete_on_release ? "delete" : "retain")
-            << ")";
+            << (project.has_value()
+                    ? absl::StrCat("; project ", *project, ", limit ", capacity, " bytes")
+                    : std::string())
+            << (prov.has_layout() ? "; default layout set" : "") << ")";
   return *sub_dir;
+}
+
+absl::Status ControllerLogic::ApplyCapacityAndLayout(volume::Syscalls& sys, const std::string& root,
+                                                     const std::string& sub_dir,
+                                                     const SubDirProvisioning& prov,
+                                                     std::optional<uint32_t> project,
+                                                     int64_t capacity) {
+  // The path the tool gets is resolved beneath the root first: a directory,
+  // no symlink or mount on the way.
+  ASSIGN_OR_RETURN(std::string dir, sys.ResolveBeneath(root, sub_dir));
+  if (prov.has_layout()) {
+    RETURN_IF_ERROR(options_.lfs->SetDefaultLayout(
+        dir, StripeLayout{prov.stripe_count, prov.stripe_size, prov.stripe_pool}));
+  }
+  if (!prov.quota) return absl::OkStatus();
+  RETURN_IF_ERROR(options_.lfs->SetProject(dir, *project));
+  // Never below what the volume has (an expansion since).
+  ASSIGN_OR_RETURN(RecordedLimits recorded, ReadRecordedLimits(sys, root, *project));
+  RecordedLimits limits{std::max(recorded.bytes, static_cast<uint64_t>(capacity)),
+                        prov.inode_limit};
+  RETURN_IF_ERROR(
+      options_.lfs->SetProjectQuota(root, *project, {limits.bytes / 1024, limits.inodes}));
+  return RecordLimits(sys, root, *project, limits);
+}
+
+absl::Status ControllerLogic::FreeProject(volume::Syscalls& sys, const std::string& root,
+                                          uint32_t id, const std::string& volume) {
+  if (options_.lfs != nullptr) {
+    absl::Status cleared = options_.lfs->SetProjectQuota(root, id, {});
+    if (!cleared.ok()) {
+      return volume::Annotate(cleared, absl::StrCat("clearing the quota of project ", id));
+    }
+  } else {
+    LOG(WARNING) << "project " << id << " of volume " << volume
+                 << ": no lfs here to clear its quota; the next volume given the ID sets its own";
+  }
+  RETURN_IF_ERROR(ReleaseProjectId(sys, root, id, volume));
+  LOG(INFO) << "volume " << volume << ": project ID " << id << " freed";
+  return absl::OkStatus();
 }
 
 absl::Status ControllerLogic::Delete(const std::string& volume_id) {
@@ -198,8 +326,21 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
     bool removed = false;
     absl::Status status = backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
                                                                  const std::string& fs_root) {
+      absl::StatusOr<std::optional<volume::DirOwner>> owner =
+          volume::ReadDirOwner(sys, fs_root, id->sub_dir);
+      if (absl::IsNotFound(owner.status())) {
+        // Gone already (a retry after it went): a project it held goes too.
+        ASSIGN_OR_RETURN(std::optional<uint32_t> left, FindProjectClaim(sys, fs_root, id->name));
+        if (left.has_value()) return FreeProject(sys, fs_root, *left, id->name);
+        return absl::OkStatus();
+      }
+      if (!owner.ok()) return owner.status();
+      std::optional<uint32_t> project;
+      if (owner->has_value() && (*owner)->volume == id->name) project = (*owner)->project;
       ASSIGN_OR_RETURN(bool released, volume::ReleaseOwnedDir(sys, fs_root, id->sub_dir, id->name));
       removed = released;
+      // Its files are gone: the ID can be another volume's.
+      if (released && project.has_value()) return FreeProject(sys, fs_root, *project, id->name);
       return absl::OkStatus();
     });
     if (!status.ok()) {
@@ -213,6 +354,83 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   if (it != by_name_.end() && it->second.volume.volume_id == volume_id) by_name_.erase(it);
   LOG(INFO) << "deleted volume " << volume_id << " (the file system itself is kept)";
   return absl::OkStatus();
+}
+
+absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume_id,
+                                                       int64_t required_bytes,
+                                                       int64_t limit_bytes) {
+  if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
+  if (required_bytes < 0 || limit_bytes < 0) {
+    return absl::InvalidArgumentError("capacity range cannot be negative");
+  }
+  if (required_bytes == 0 && limit_bytes == 0) {
+    return absl::InvalidArgumentError("capacity_range needs required_bytes or limit_bytes");
+  }
+  if (limit_bytes > 0 && required_bytes > limit_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("required_bytes ", required_bytes, " exceeds limit_bytes ", limit_bytes));
+  }
+  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  if (!id.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("volume ", volume_id, " does not exist: ", id.status().message()));
+  }
+  if (absl::Status s = ValidateVolumeIdFields(*id); !s.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("volume ", volume_id, " is not a volume of this driver: ", s.message()));
+  }
+  ScopedVolumeLock lock(&name_locks_, id->name);
+  if (!lock.ok()) {
+    return absl::AbortedError(
+        absl::StrCat("an operation on volume ", id->name, " is already in progress"));
+  }
+  // Without a project quota, the size is the CO's record only.
+  const ExpandedVolume unenforced{required_bytes > 0 ? required_bytes : limit_bytes};
+  if (backend_ == nullptr || id->sub_dir.empty() || absl::StrContains(id->sub_dir, "${")) {
+    return unenforced;
+  }
+  std::optional<ExpandedVolume> enforced;
+  bool missing = false;
+  absl::Status status = backend_->WithFileSystemRoot(
+      {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
+        absl::StatusOr<std::optional<volume::DirOwner>> owner =
+            volume::ReadDirOwner(sys, root, id->sub_dir);
+        if (absl::IsNotFound(owner.status())) {
+          missing = true;
+          return absl::OkStatus();
+        }
+        if (!owner.ok()) return owner.status();
+        if (!owner->has_value() || (*owner)->volume != id->name || !(*owner)->project) {
+          return absl::OkStatus();
+        }
+        const uint32_t project = *(*owner)->project;
+        if (options_.lfs == nullptr) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("volume ", volume_id, " has a project quota (project ", project,
+                           "); raising it needs the host's lfs: a controller in "
+                           "--mount-mode=lustre"));
+        }
+        ASSIGN_OR_RETURN(int64_t want, QuotaCapacity(required_bytes, limit_bytes));
+        ASSIGN_OR_RETURN(RecordedLimits recorded, ReadRecordedLimits(sys, root, project));
+        if (recorded.bytes >= static_cast<uint64_t>(want)) {
+          enforced = ExpandedVolume{static_cast<int64_t>(recorded.bytes)};
+          return absl::OkStatus();
+        }
+        RecordedLimits limits{static_cast<uint64_t>(want), recorded.inodes};
+        RETURN_IF_ERROR(
+            options_.lfs->SetProjectQuota(root, project, {limits.bytes / 1024, limits.inodes}));
+        RETURN_IF_ERROR(RecordLimits(sys, root, project, limits));
+        LOG(INFO) << "volume " << volume_id << ": project " << project << " limit raised from "
+                  << recorded.bytes << " to " << want << " bytes";
+        enforced = ExpandedVolume{want};
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return volume::Annotate(status, absl::StrCat("expanding volume ", volume_id));
+  if (missing) {
+    return absl::NotFoundError(absl::StrCat("volume ", volume_id, " does not exist: its sub-dir ",
+                                            id->sub_dir, " is gone"));
+  }
+  return enforced.has_value() ? *enforced : unenforced;
 }
 
 absl::Status ControllerLogic::CheckExists(const std::string& volume_id,

@@ -24,8 +24,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "pkg/driver/lfs.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/parameters.h"
+#include "pkg/driver/project_ids.h"
 #include "pkg/driver/volume_locks.h"
 
 namespace lustre_csi::driver {
@@ -53,24 +55,52 @@ struct CreatedVolume {
   std::vector<Topology> accessible_topology;
 };
 
+struct ExpandedVolume {
+  int64_t capacity_bytes = 0;
+};
+
+// The capacity of a volume with a project quota: required_bytes (else
+// limit_bytes, else the default) rounded up to whole KiB, the unit of
+// Lustre's block limits; or the whole KiB below a non-zero limit. Errors as
+// RoundCapacity, and OUT_OF_RANGE when [required, limit] holds no whole KiB.
+absl::StatusOr<int64_t> QuotaCapacity(int64_t required_bytes, int64_t limit_bytes);
+
 // 0 becomes the default; the result is rounded up to the step, or is the
 // non-zero limit when the step would exceed it (so the answer always lies in
 // [required, limit]). INVALID_ARGUMENT for negative values or required above
 // limit; OUT_OF_RANGE only when no limit is set and rounding would overflow.
 absl::StatusOr<int64_t> RoundCapacity(int64_t required_bytes, int64_t limit_bytes);
 
+struct ControllerOptions {
+  // The host's lfs, for sub-dir-quota and sub-dir-stripe-*; null: those are
+  // FAILED_PRECONDITION. Borrowed.
+  LustreTool* lfs = nullptr;
+  ProjectIdRange project_ids = kDefaultProjectIds;
+};
+
 class ControllerLogic {
  public:
   // `backend` may be null (no sub-dir provisioning); borrowed.
-  explicit ControllerLogic(MountBackend* backend = nullptr) : backend_(backend) {}
+  explicit ControllerLogic(MountBackend* backend = nullptr, ControllerOptions options = {})
+      : backend_(backend), options_(options) {}
 
   // A repeat of a name is decided from this process's record, and, after a
   // restart, for a provisioned sub-dir, from the request recorded in its
   // owner marker: another request is ALREADY_EXISTS.
   absl::StatusOr<CreatedVolume> Create(const CreateVolumeArgs& args);
 
-  // Idempotent: an unknown or foreign id is OK.
+  // Idempotent: an unknown or foreign id is OK. A deleted provisioned
+  // sub-dir's project quota is cleared and its project ID freed; a retained
+  // one keeps both (its files still carry the ID).
   absl::Status Delete(const std::string& volume_id);
+
+  // Raises the limit of a volume with a project quota to QuotaCapacity; a
+  // volume already that large is OK with its size (no shrinking). A volume
+  // without one has no size to change (the file system is shared): OK with
+  // required_bytes (else limit_bytes), recorded nowhere. NOT_FOUND for an
+  // id that is not ours or a provisioned sub-dir that is gone.
+  absl::StatusOr<ExpandedVolume> Expand(const std::string& volume_id, int64_t required_bytes,
+                                        int64_t limit_bytes);
 
   // NOT_FOUND unless `volume_id` is a volume of ours: an id in our format;
   // for a volume created by this process, the same id as recorded; and, when
@@ -87,9 +117,17 @@ class ControllerLogic {
   };
 
   absl::StatusOr<std::string> ProvisionSubDir(const CreateVolumeArgs& args,
-                                              const LustreParams& params);
+                                              const LustreParams& params, int64_t capacity);
+  // Gives the sub-dir at `dir` (beneath `root`) its layout and quota.
+  absl::Status ApplyCapacityAndLayout(volume::Syscalls& sys, const std::string& root,
+                                      const std::string& sub_dir, const SubDirProvisioning& prov,
+                                      std::optional<uint32_t> project, int64_t capacity);
+  // Clears and frees the project of `volume` (name) after its sub-dir went.
+  absl::Status FreeProject(volume::Syscalls& sys, const std::string& root, uint32_t id,
+                           const std::string& volume);
 
   MountBackend* const backend_;
+  const ControllerOptions options_;
   VolumeLocks name_locks_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Record> by_name_ ABSL_GUARDED_BY(mu_);

@@ -2,7 +2,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/driver/fake_lfs.h"
 #include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/owned_dir.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -249,6 +251,211 @@ TEST(ControllerLogicTest, CheckExists) {
   EXPECT_TRUE(logic.CheckExists("static#fs#10.0.0.5").ok());
   EXPECT_EQ(logic.CheckExists("no-such-volume").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(logic.CheckExists("pvc-1#otherfs#10.0.0.4##f").code(), absl::StatusCode::kNotFound);
+}
+
+// ------------------------------------------------ capacity that holds
+
+constexpr int64_t kKiB = 1024;
+
+TEST(QuotaCapacityTest, WholeKiBInsideTheRange) {
+  EXPECT_EQ(*QuotaCapacity(10 * kGiB, 0), 10 * kGiB);
+  EXPECT_EQ(*QuotaCapacity(10 * kGiB + 1, 0), 10 * kGiB + kKiB);
+  EXPECT_EQ(*QuotaCapacity(1, 0), kKiB);
+  EXPECT_EQ(*QuotaCapacity(0, 0), 4 * kTiB);
+  EXPECT_EQ(*QuotaCapacity(0, 5 * kGiB + 7), 5 * kGiB);
+  EXPECT_EQ(*QuotaCapacity(5 * kGiB + 1, 5 * kGiB + kKiB), 5 * kGiB + kKiB);
+  EXPECT_EQ(*QuotaCapacity(INT64_MAX - 2000, INT64_MAX), INT64_MAX / kKiB * kKiB);
+  EXPECT_EQ(QuotaCapacity(INT64_MAX - 10, INT64_MAX).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(QuotaCapacity(5 * kGiB + 1, 5 * kGiB + 2).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(QuotaCapacity(INT64_MAX, 0).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(QuotaCapacity(5, 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(QuotaCapacity(-1, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+class QuotaControllerTest : public testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(sys_.AddDir(kRoot).ok()); }
+
+  ControllerLogic Logic(ProjectIdRange range = {500, 599}) {
+    return ControllerLogic(&backend_, {&lfs_, range});
+  }
+
+  static CreateVolumeArgs QuotaArgs(const std::string& name, int64_t bytes) {
+    CreateVolumeArgs args = Args(name);
+    args.parameters["sub-dir"] = "volumes/" + name;
+    args.parameters["create-sub-dir"] = "true";
+    args.parameters["sub-dir-on-delete"] = "delete";
+    args.parameters["sub-dir-quota"] = "true";
+    args.required_bytes = bytes;
+    return args;
+  }
+
+  std::optional<uint32_t> MarkedProject(const std::string& name) {
+    absl::StatusOr<std::optional<volume::DirOwner>> owner =
+        volume::ReadDirOwner(sys_, kRoot, "volumes/" + name);
+    if (!owner.ok() || !owner->has_value()) return std::nullopt;
+    return (*owner)->project;
+  }
+
+  static constexpr char kRoot[] = "/fs";
+  volume::FakeSyscalls sys_;
+  DirBackend backend_{&sys_, kRoot};
+  FakeLustreTool lfs_;
+};
+
+TEST_F(QuotaControllerTest, CreateGivesTheSubDirAProjectALimitAndALayout) {
+  CreateVolumeArgs args = QuotaArgs("pvc-q", 10 * kGiB + 1);
+  args.parameters["sub-dir-inode-limit"] = "100000";
+  args.parameters["sub-dir-stripe-count"] = "4";
+  args.parameters["sub-dir-stripe-size"] = "1M";
+  args.parameters["sub-dir-stripe-pool"] = "flash";
+  absl::StatusOr<CreatedVolume> v = Logic().Create(args);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->capacity_bytes, 10 * kGiB + kKiB);  // whole KiB, not 4 TiB steps
+  std::optional<uint32_t> project = MarkedProject("pvc-q");
+  ASSERT_TRUE(project.has_value());
+  EXPECT_GE(*project, 500u);
+  EXPECT_LE(*project, 599u);
+  EXPECT_EQ(lfs_.ProjectOf("/fs/volumes/pvc-q"), *project);
+  QuotaLimits limits = lfs_.LimitsOf(*project);
+  EXPECT_EQ(limits.block_kib, static_cast<uint64_t>((10 * kGiB + kKiB) / kKiB));
+  EXPECT_EQ(limits.inodes, 100000u);
+  EXPECT_EQ(lfs_.LayoutOf("/fs/volumes/pvc-q"), (StripeLayout{4, 1 << 20, "flash"}));
+  // The layout before the project, the quota on the file system root.
+  EXPECT_THAT(
+      lfs_.Calls(),
+      testing::ElementsAre(
+          "setstripe /fs/volumes/pvc-q", absl::StrCat("project ", *project, " /fs/volumes/pvc-q"),
+          absl::StrCat("setquota ", *project, " ", limits.block_kib, " 100000 /fs")));
+  // A restarted controller answers the same request the same, same project.
+  absl::StatusOr<CreatedVolume> again = Logic().Create(args);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->volume_id, v->volume_id);
+  EXPECT_EQ(again->capacity_bytes, v->capacity_bytes);
+  EXPECT_EQ(MarkedProject("pvc-q"), project);
+  EXPECT_EQ(lfs_.LimitedProjects(), std::vector<uint32_t>{*project});
+  // Another stripe size is another request.
+  CreateVolumeArgs other = args;
+  other.parameters["sub-dir-stripe-size"] = "2M";
+  EXPECT_EQ(Logic().Create(other).status().code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(QuotaControllerTest, ExpandRaisesTheLimitNeverLowersIt) {
+  absl::StatusOr<CreatedVolume> v = Logic().Create(QuotaArgs("pvc-e", 10 * kGiB));
+  ASSERT_TRUE(v.ok()) << v.status();
+  uint32_t project = *MarkedProject("pvc-e");
+  absl::StatusOr<ExpandedVolume> grown = Logic().Expand(v->volume_id, 11 * kGiB, 0);
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->capacity_bytes, 11 * kGiB);
+  EXPECT_EQ(lfs_.LimitsOf(project).block_kib, static_cast<uint64_t>(11 * kGiB / kKiB));
+  // Already that large (a retry, or a smaller ask): OK with its size, no call.
+  size_t calls = lfs_.Calls().size();
+  EXPECT_EQ(Logic().Expand(v->volume_id, 11 * kGiB, 0)->capacity_bytes, 11 * kGiB);
+  EXPECT_EQ(Logic().Expand(v->volume_id, 5 * kGiB, 0)->capacity_bytes, 11 * kGiB);
+  EXPECT_EQ(lfs_.Calls().size(), calls);
+  EXPECT_EQ(lfs_.LimitsOf(project).block_kib, static_cast<uint64_t>(11 * kGiB / kKiB));
+  // A repeated CreateVolume after the expansion does not shrink it.
+  ASSERT_TRUE(Logic().Create(QuotaArgs("pvc-e", 10 * kGiB)).ok());
+  EXPECT_EQ(lfs_.LimitsOf(project).block_kib, static_cast<uint64_t>(11 * kGiB / kKiB));
+
+  // The spec's codes.
+  EXPECT_EQ(Logic().Expand("", kGiB, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Logic().Expand(v->volume_id, 0, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Logic().Expand(v->volume_id, 2 * kGiB, kGiB).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Logic().Expand(v->volume_id, 20 * kGiB + 1, 20 * kGiB + 2).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(Logic().Expand("not-ours", kGiB, 0).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Logic().Delete(v->volume_id).ok());
+  EXPECT_EQ(Logic().Expand(v->volume_id, 12 * kGiB, 0).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(QuotaControllerTest, AVolumeWithoutAQuotaHasOnlyTheSizeItIsGiven) {
+  CreateVolumeArgs args = QuotaArgs("pvc-plain", 10 * kGiB);
+  args.parameters.erase("sub-dir-quota");
+  absl::StatusOr<CreatedVolume> v = Logic().Create(args);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->capacity_bytes, 4 * kTiB);
+  absl::StatusOr<ExpandedVolume> grown = Logic().Expand(v->volume_id, 11 * kGiB, 0);
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->capacity_bytes, 11 * kGiB);
+  EXPECT_EQ(Logic().Expand("static#lustrefs#10.0.0.4##f", 0, 3 * kGiB)->capacity_bytes, 3 * kGiB);
+  EXPECT_TRUE(lfs_.Calls().empty());
+}
+
+TEST_F(QuotaControllerTest, DeleteClearsTheQuotaAndFreesTheIdRetainKeepsThem) {
+  absl::StatusOr<CreatedVolume> del = Logic({700, 700}).Create(QuotaArgs("pvc-d", kGiB));
+  ASSERT_TRUE(del.ok()) << del.status();
+  EXPECT_EQ(MarkedProject("pvc-d"), 700u);
+  // The one ID is taken.
+  EXPECT_EQ(Logic({700, 700}).Create(QuotaArgs("pvc-x", kGiB)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(sys_.Stat("/fs/volumes/pvc-x").ok()) << "a refused create left its sub-dir";
+  ASSERT_TRUE(Logic({700, 700}).Delete(del->volume_id).ok());
+  EXPECT_FALSE(sys_.Stat("/fs/volumes/pvc-d").ok());
+  EXPECT_TRUE(lfs_.LimitedProjects().empty());
+  EXPECT_TRUE(Logic({700, 700}).Delete(del->volume_id).ok());  // idempotent
+  absl::StatusOr<CreatedVolume> next = Logic({700, 700}).Create(QuotaArgs("pvc-x", kGiB));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(MarkedProject("pvc-x"), 700u);
+
+  // Retained: the files keep the ID, so the ID and its limit stay.
+  CreateVolumeArgs keep = QuotaArgs("pvc-k", kGiB);
+  keep.parameters["sub-dir-on-delete"] = "retain";
+  absl::StatusOr<CreatedVolume> kept = Logic({800, 800}).Create(keep);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_TRUE(Logic({800, 800}).Delete(kept->volume_id).ok());
+  EXPECT_TRUE(sys_.Stat("/fs/volumes/pvc-k").ok());
+  EXPECT_EQ(lfs_.LimitsOf(800).block_kib, static_cast<uint64_t>(kGiB / kKiB));
+  EXPECT_EQ(Logic({800, 800}).Create(QuotaArgs("pvc-y", kGiB)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+// Nothing half-done: a failure after the directory exists takes it and its
+// claim back; the tool's code and words reach the caller.
+TEST_F(QuotaControllerTest, AFailedToolCallTakesTheSubDirAndItsIdBack) {
+  lfs_.FailOp("setquota",
+              absl::FailedPreconditionError("lfs setquota: Operation not permitted (root squash)"));
+  absl::Status s = Logic({900, 900}).Create(QuotaArgs("pvc-f", kGiB)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("root squash"));
+  EXPECT_FALSE(sys_.Stat("/fs/volumes/pvc-f").ok());
+  lfs_.FailOp("setquota", absl::OkStatus());
+  // The ID was given back: another volume gets it.
+  absl::StatusOr<CreatedVolume> other = Logic({900, 900}).Create(QuotaArgs("pvc-g", kGiB));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(MarkedProject("pvc-g"), 900u);
+
+  // A bad pool: the layout fails first, nothing is left.
+  CreateVolumeArgs pool = QuotaArgs("pvc-p", kGiB);
+  pool.parameters["sub-dir-stripe-pool"] = "nope";
+  lfs_.FailOp("setstripe", absl::InvalidArgumentError("pool 'lustrefs.nope' does not exist"));
+  EXPECT_EQ(Logic().Create(pool).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(sys_.Stat("/fs/volumes/pvc-p").ok());
+}
+
+TEST_F(QuotaControllerTest, AFailedClearIsFinishedByTheRetryOfDelete) {
+  absl::StatusOr<CreatedVolume> v = Logic({600, 600}).Create(QuotaArgs("pvc-r", kGiB));
+  ASSERT_TRUE(v.ok()) << v.status();
+  lfs_.FailOp("setquota", absl::UnavailableError("lfs setquota: Connection timed out"));
+  EXPECT_EQ(Logic({600, 600}).Delete(v->volume_id).code(), absl::StatusCode::kUnavailable);
+  lfs_.FailOp("setquota", absl::OkStatus());
+  // The directory went first; the retry finds the project by its claim.
+  EXPECT_FALSE(sys_.Stat("/fs/volumes/pvc-r").ok());
+  ASSERT_TRUE(Logic({600, 600}).Delete(v->volume_id).ok());
+  EXPECT_TRUE(lfs_.LimitedProjects().empty());
+  EXPECT_TRUE(Logic({600, 600}).Create(QuotaArgs("pvc-s", kGiB)).ok());
+}
+
+TEST_F(QuotaControllerTest, WithoutTheHostsLfsQuotaAndLayoutAreAPrecondition) {
+  ControllerLogic no_lfs(&backend_);
+  absl::Status s = no_lfs.Create(QuotaArgs("pvc-n", kGiB)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("lfs"));
+  EXPECT_FALSE(sys_.Stat("/fs/volumes/pvc-n").ok());
 }
 
 }  // namespace

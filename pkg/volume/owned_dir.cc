@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "pkg/base/status_macros.h"
@@ -28,6 +29,7 @@ std::string FormatMarker(const DirOwner& owner) {
   std::string text = absl::StrCat(
       "volume=", owner.volume, "\non-delete=", owner.delete_on_release ? "delete" : "retain", "\n");
   if (!owner.request.empty()) absl::StrAppend(&text, "request=", owner.request, "\n");
+  if (owner.project.has_value()) absl::StrAppend(&text, "project=", *owner.project, "\n");
   return text;
 }
 
@@ -42,6 +44,12 @@ absl::StatusOr<DirOwner> ParseMarker(const std::string& text) {
       owner.delete_on_release = line == "delete";
     } else if (absl::ConsumePrefix(&line, "request=")) {
       owner.request = std::string(line);
+    } else if (absl::ConsumePrefix(&line, "project=")) {
+      uint32_t id = 0;
+      if (!absl::SimpleAtoi(line, &id)) {
+        return absl::DataLossError(absl::StrCat("owner marker has a bad project '", line, "'"));
+      }
+      owner.project = id;
     }
   }
   if (!have_volume) return absl::DataLossError("owner marker names no volume");

@@ -32,6 +32,8 @@ struct DirOwner {
   // empty: not recorded). A later create for the same volume with another
   // request is refused.
   std::string request;
+  // The project ID given to the directory (a Lustre project quota), if any.
+  std::optional<uint32_t> project;
 };
 
 struct OwnedDirOptions {

@@ -114,6 +114,26 @@ TEST_P(OwnedDirTest, TheRecordedRequestDecidesARepeatForTheSameVolume) {
   EXPECT_TRUE((*owner)->delete_on_release);
 }
 
+TEST_P(OwnedDirTest, TheMarkerKeepsTheProjectId) {
+  DirOwner owner{"pvc-1", true, "request-a"};
+  owner.project = 4294967294u;
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, owner).ok());
+  absl::StatusOr<std::string> marker =
+      sys_->ReadFileBeneath(root_, std::string("vol/") + kOwnerMarkerName, 4096);
+  ASSERT_TRUE(marker.ok()) << marker.status();
+  EXPECT_EQ(*marker, "volume=pvc-1\non-delete=delete\nrequest=request-a\nproject=4294967294\n");
+  absl::StatusOr<std::optional<DirOwner>> read = ReadDirOwner(*sys_, root_, "vol");
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_EQ((*read)->project, 4294967294u);
+  // None recorded: none read.
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "plain", {}, {"pvc-2", true}).ok());
+  EXPECT_FALSE((*ReadDirOwner(*sys_, root_, "plain"))->project.has_value());
+  // A marker with a project that is not a number is damaged, not "no project".
+  AddDir("bad");
+  AddFile(std::string("bad/") + kOwnerMarkerName, "volume=pvc-3\nproject=x\n");
+  EXPECT_EQ(ReadDirOwner(*sys_, root_, "bad").status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST_P(OwnedDirTest, ReleaseDeletesOnlyWhatTheMarkerAllows) {
   ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "del", {}, {"pvc-1", true}).ok());
   AddFile("del/data", "x");
