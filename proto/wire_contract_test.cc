@@ -61,6 +61,12 @@ TEST(WireContractTest, FieldNumbers) {
       {"csi.v1.NodeGetVolumeStatsResponse", "volume_condition", 2},
       {"csi.v1.NodeGetInfoResponse", "max_volumes_per_node", 2},
       {"csi.v1.NodeGetInfoResponse", "accessible_topology", 3},
+      {"csi.v1.ControllerExpandVolumeRequest", "volume_id", 1},
+      {"csi.v1.ControllerExpandVolumeRequest", "capacity_range", 2},
+      {"csi.v1.ControllerExpandVolumeRequest", "volume_capability", 4},
+      {"csi.v1.ControllerExpandVolumeResponse", "capacity_bytes", 1},
+      {"csi.v1.ControllerExpandVolumeResponse", "node_expansion_required", 2},
+      {"csi.v1.PluginCapability", "volume_expansion", 2},
       {"pluginregistration.PluginInfo", "supported_versions", 4},
       {"pluginregistration.RegistrationStatus", "error", 2},
   };
@@ -83,6 +89,8 @@ TEST(WireContractTest, EnumValues) {
   EXPECT_EQ(csi::v1::PluginCapability::Service::CONTROLLER_SERVICE, 1);
   EXPECT_EQ(csi::v1::ControllerServiceCapability::RPC::CREATE_DELETE_VOLUME, 1);
   EXPECT_EQ(csi::v1::ControllerServiceCapability::RPC::GET_SNAPSHOT, 15);
+  EXPECT_EQ(csi::v1::ControllerServiceCapability::RPC::EXPAND_VOLUME, 9);
+  EXPECT_EQ(csi::v1::PluginCapability::VolumeExpansion::ONLINE, 1);
 }
 
 TEST(WireContractTest, SecretsAreMarked) {

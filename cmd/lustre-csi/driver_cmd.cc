@@ -16,8 +16,10 @@
 #include "cmd/lustre-csi/kernel_report.h"
 #include "cmd/lustre-csi/not_ready_taint.h"
 #include "pkg/driver/controller.h"
+#include "pkg/driver/lfs.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/node.h"
+#include "pkg/driver/project_ids.h"
 #include "pkg/driver/readiness.h"
 #include "pkg/driver/registration.h"
 #include "pkg/driver/services.h"
@@ -54,6 +56,14 @@ DEFINE_string(mount_namespace, "/proc/1/ns/mnt",
 DEFINE_string(mount_helper, "/sbin/mount.lustre",
               "lustre mode: the Lustre mount helper, a path in --mount-namespace, run as "
               "<helper> -o <opts> <source> <target>");
+DEFINE_string(lfs, "/usr/bin/lfs",
+              "the host's Lustre tool, a path in the mount namespace: the controller runs it for "
+              "sub-dir-quota (project IDs and quotas), sub-dir-stripe-* and expansion (lustre "
+              "mode)");
+DEFINE_string(project_id_range, "1000000-1999999",
+              "the Lustre project IDs the controller gives volumes with sub-dir-quota, "
+              "<first>-<last> within 1-4294967294; claimed on each file system, so controllers "
+              "sharing one never hand out an ID twice");
 DEFINE_string(lustre_client, "shared",
               "lustre mode: shared (one client mount per file system and set of client-wide "
               "options, under --lustre-client-dir; every publish a bind mount of the volume's "
@@ -189,6 +199,10 @@ absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
     return absl::InvalidArgumentError(
         absl::StrCat("lustre-csi ", role, ": --mount-helper must be an absolute path"));
   }
+  if (FLAGS_lfs.empty() || FLAGS_lfs[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lustre-csi ", role, ": --lfs must be an absolute path"));
+  }
   return absl::OkStatus();
 }
 
@@ -200,6 +214,7 @@ struct Mounting {
   std::unique_ptr<volume::Syscalls> sys;       // unmounts routed to `ns` in lustre mode
   std::unique_ptr<driver::MountBackend> backend;
   std::unique_ptr<driver::ReadinessMonitor> readiness;
+  std::unique_ptr<driver::LustreTool> lfs;  // lustre mode only
 
   volume::Syscalls* view() { return sys ? sys.get() : linux.get(); }
 };
@@ -231,6 +246,7 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
     options.working_mount_dir = FLAGS_working_mount_dir;
     options.mount_timeout = mount_timeout;
     m.backend = driver::NewLustreBackend(m.sys.get(), m.ns.get(), options);
+    m.lfs = driver::NewLfsTool(m.ns.get(), {FLAGS_lfs, mount_timeout});
     if (shared_clients && FLAGS_lustre_client == "shared") {
       driver::SharedClientOptions shared;
       shared.client_dir = FLAGS_lustre_client_dir.empty()
@@ -281,6 +297,13 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
       return cli::kExitUsage;
     }
   }
+  absl::StatusOr<driver::ProjectIdRange> project_ids =
+      driver::ParseProjectIdRange(FLAGS_project_id_range);
+  if (!project_ids.ok()) {
+    streams.err << "lustre-csi " << role
+                << ": --project-id-range: " << project_ids.status().message() << "\n";
+    return cli::kExitUsage;
+  }
   absl::StatusOr<std::map<std::string, std::string>> topology =
       cli::ParseKeyValues("topology", FLAGS_topology);
   if (!topology.ok()) return Fail(streams, role, topology.status());
@@ -320,8 +343,10 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   if (roles.controller) {
     // Mock mode has no file system to provision in: the controller then works
     // as one without --mount-mode (ids only; create-sub-dir is refused).
+    bool reaches = backend != nullptr && backend->MakesMounts();
     controller_logic = std::make_unique<driver::ControllerLogic>(
-        backend != nullptr && backend->MakesMounts() ? backend : nullptr);
+        reaches ? backend : nullptr,
+        driver::ControllerOptions{reaches ? mounting->lfs.get() : nullptr, *project_ids});
     controller = std::make_unique<driver::ControllerService>(controller_logic.get(), &metrics);
     controller->AddRoutes(routes);
   }
@@ -418,12 +443,26 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
 // The node's flags, which the monolith takes too.
 std::vector<std::string> NodeFlags() {
   std::vector<std::string> flags = kSharedFlags;
-  for (const char* f :
-       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "mount_namespace",
-        "mount_helper", "working_mount_dir", "lustre_client", "lustre_client_dir",
-        "max_concurrent_mounts", "mount_timeout_seconds", "readiness_interval_seconds",
-        "max_volumes_per_node", "topology", "plugin_registration_dir", "kubelet_registration_path",
-        "remove_not_ready_taint", "kube_service_account_dir"}) {
+  for (const char* f : {"nodeid",
+                        "mount_mode",
+                        "enable_azurelustre_mock_mount",
+                        "local_root",
+                        "mount_namespace",
+                        "mount_helper",
+                        "working_mount_dir",
+                        "lustre_client",
+                        "lustre_client_dir",
+                        "max_concurrent_mounts",
+                        "mount_timeout_seconds",
+                        "readiness_interval_seconds",
+                        "max_volumes_per_node",
+                        "topology",
+                        "plugin_registration_dir",
+                        "kubelet_registration_path",
+                        "remove_not_ready_taint",
+                        "kube_service_account_dir",
+                        "lfs",
+                        "project_id_range"}) {
     flags.push_back(f);
   }
   return flags;
@@ -467,7 +506,7 @@ cli::Subcommand MonolithSubcommand() {
       "--skip_log_headers, --one_output, --log_file and --log_file_max_size are accepted and\n"
       "ignored; --status-controller-only=true is refused.";
   sub.flags = NodeFlags();
-  sub.flags.push_back("status_controller_only");
+  sub.flags.insert(sub.flags.end(), {"lfs", "project_id_range", "status_controller_only"});
   sub.flags.insert(sub.flags.end(), kIgnoredGoFlags.begin(), kIgnoredGoFlags.end());
   sub.run = RunMonolith;
   sub.implicit = true;
@@ -482,11 +521,13 @@ cli::Subcommand ControllerSubcommand() {
   sub.description =
       "CreateVolume, DeleteVolume and ValidateVolumeCapabilities for existing Lustre file\n"
       "systems, with volume ids and parameters of the Azure Lustre CSI driver. With\n"
-      "--mount-mode it also creates and deletes per-volume sub-dirs (create-sub-dir).";
+      "--mount-mode it also creates and deletes per-volume sub-dirs (create-sub-dir); in\n"
+      "lustre mode it gives them project quotas (sub-dir-quota) and default layouts\n"
+      "(sub-dir-stripe-*) with the host's lfs, and ControllerExpandVolume raises a quota.";
   sub.flags = kSharedFlags;
   for (const char* f :
        {"mount_mode", "local_root", "mount_namespace", "mount_helper", "working_mount_dir",
-        "mount_timeout_seconds", "readiness_interval_seconds"}) {
+        "mount_timeout_seconds", "readiness_interval_seconds", "lfs", "project_id_range"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunController;

@@ -54,6 +54,8 @@ grpc::Status IdentityService::GetPluginCapabilities(grpc::ServerContext*,
     if (options_.controller_service) {
       res->add_capabilities()->mutable_service()->set_type(
           csi::v1::PluginCapability::Service::CONTROLLER_SERVICE);
+      res->add_capabilities()->mutable_volume_expansion()->set_type(
+          csi::v1::PluginCapability::VolumeExpansion::ONLINE);
     }
     return absl::OkStatus();
   });
@@ -200,6 +202,8 @@ void ControllerService::AddRoutes(server::Routes& routes) {
                &ControllerService::ValidateVolumeCapabilities, Dispatch::kWorker);
   routes.Unary(name, "ControllerGetCapabilities", this,
                &ControllerService::ControllerGetCapabilities, Dispatch::kInline);
+  routes.Unary(name, "ControllerExpandVolume", this, &ControllerService::ControllerExpandVolume,
+               Dispatch::kWorker);
 }
 
 grpc::Status ControllerService::CreateVolume(grpc::ServerContext*,
@@ -275,9 +279,29 @@ grpc::Status ControllerService::ControllerGetCapabilities(
     csi::v1::ControllerGetCapabilitiesResponse* res) {
   return Serve(metrics_, "ControllerGetCapabilities", [&] {
     using Rpc = csi::v1::ControllerServiceCapability::RPC;
-    for (auto type : {Rpc::CREATE_DELETE_VOLUME, Rpc::SINGLE_NODE_MULTI_WRITER}) {
+    for (auto type :
+         {Rpc::CREATE_DELETE_VOLUME, Rpc::SINGLE_NODE_MULTI_WRITER, Rpc::EXPAND_VOLUME}) {
       res->add_capabilities()->mutable_rpc()->set_type(type);
     }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status ControllerService::ControllerExpandVolume(
+    grpc::ServerContext*, const csi::v1::ControllerExpandVolumeRequest* req,
+    csi::v1::ControllerExpandVolumeResponse* res) {
+  return Serve(metrics_, "ControllerExpandVolume", [&]() -> absl::Status {
+    if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
+    if (!req->has_capacity_range()) return absl::InvalidArgumentError("capacity_range missing");
+    if (req->has_volume_capability()) {
+      if (absl::Status s = CheckCapability(req->volume_capability()); !s.ok()) return s;
+    }
+    absl::StatusOr<ExpandedVolume> expanded =
+        logic_->Expand(req->volume_id(), req->capacity_range().required_bytes(),
+                       req->capacity_range().limit_bytes());
+    if (!expanded.ok()) return expanded.status();
+    res->set_capacity_bytes(expanded->capacity_bytes);
+    res->set_node_expansion_required(false);
     return absl::OkStatus();
   });
 }

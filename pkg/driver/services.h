@@ -90,6 +90,11 @@ class ControllerService final : public csi::v1::Controller::Service {
   grpc::Status ControllerGetCapabilities(grpc::ServerContext*,
                                          const csi::v1::ControllerGetCapabilitiesRequest*,
                                          csi::v1::ControllerGetCapabilitiesResponse*) override;
+  // Online: the limit of a project quota changes under a mounted volume; the
+  // node has nothing to do (node_expansion_required is false).
+  grpc::Status ControllerExpandVolume(grpc::ServerContext*,
+                                      const csi::v1::ControllerExpandVolumeRequest*,
+                                      csi::v1::ControllerExpandVolumeResponse*) override;
 
  private:
   ControllerLogic* const logic_;

@@ -64,6 +64,7 @@ TEST_F(ServicesTest, OnlyFixedAnswersRunInline) {
       {"/csi.v1.Controller/DeleteVolume", Dispatch::kWorker},
       {"/csi.v1.Controller/ValidateVolumeCapabilities", Dispatch::kWorker},
       {"/csi.v1.Controller/ControllerGetCapabilities", Dispatch::kInline},
+      {"/csi.v1.Controller/ControllerExpandVolume", Dispatch::kWorker},
   };
   EXPECT_EQ(got, want);
 }
@@ -109,6 +110,52 @@ TEST_F(ServicesTest, ServedOverASocketUnroutedCallsAreUnimplemented) {
 
   (*server)->Shutdown(absl::Seconds(5));
   rmdir(dir.c_str());
+}
+
+// Expansion is online and advertised both ways a CO looks; its protocol
+// fields are checked before the logic.
+TEST_F(ServicesTest, ExpansionIsOnlineAndChecksItsFields) {
+  grpc::ServerContext ctx;
+  csi::v1::GetPluginCapabilitiesResponse plugin;
+  ASSERT_TRUE(identity_->GetPluginCapabilities(&ctx, nullptr, &plugin).ok());
+  bool online = false;
+  for (const auto& cap : plugin.capabilities()) {
+    online = online ||
+             (cap.has_volume_expansion() &&
+              cap.volume_expansion().type() == csi::v1::PluginCapability::VolumeExpansion::ONLINE);
+  }
+  EXPECT_TRUE(online);
+  csi::v1::ControllerGetCapabilitiesResponse caps;
+  ASSERT_TRUE(controller_->ControllerGetCapabilities(&ctx, nullptr, &caps).ok());
+  bool expand = false;
+  for (const auto& cap : caps.capabilities()) {
+    expand = expand || cap.rpc().type() == csi::v1::ControllerServiceCapability::RPC::EXPAND_VOLUME;
+  }
+  EXPECT_TRUE(expand);
+
+  csi::v1::ControllerExpandVolumeRequest req;
+  csi::v1::ControllerExpandVolumeResponse res;
+  req.mutable_capacity_range()->set_required_bytes(int64_t{11} << 30);
+  EXPECT_EQ(controller_->ControllerExpandVolume(&ctx, &req, &res).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // no volume id
+  req.set_volume_id("pv#lustrefs#10.0.0.4##f");
+  req.clear_capacity_range();
+  EXPECT_EQ(controller_->ControllerExpandVolume(&ctx, &req, &res).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // no capacity range
+  req.mutable_capacity_range()->set_required_bytes(int64_t{11} << 30);
+  req.mutable_volume_capability()->mutable_block();
+  req.mutable_volume_capability()->mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER);
+  EXPECT_EQ(controller_->ControllerExpandVolume(&ctx, &req, &res).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // block: not a capability of ours
+  req.mutable_volume_capability()->mutable_mount();
+  grpc::Status ok = controller_->ControllerExpandVolume(&ctx, &req, &res);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_EQ(res.capacity_bytes(), int64_t{11} << 30);
+  EXPECT_FALSE(res.node_expansion_required());
+  req.set_volume_id("no-such-volume");
+  EXPECT_EQ(controller_->ControllerExpandVolume(&ctx, &req, &res).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 }  // namespace
