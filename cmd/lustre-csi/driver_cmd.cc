@@ -443,26 +443,12 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
 // The node's flags, which the monolith takes too.
 std::vector<std::string> NodeFlags() {
   std::vector<std::string> flags = kSharedFlags;
-  for (const char* f : {"nodeid",
-                        "mount_mode",
-                        "enable_azurelustre_mock_mount",
-                        "local_root",
-                        "mount_namespace",
-                        "mount_helper",
-                        "working_mount_dir",
-                        "lustre_client",
-                        "lustre_client_dir",
-                        "max_concurrent_mounts",
-                        "mount_timeout_seconds",
-                        "readiness_interval_seconds",
-                        "max_volumes_per_node",
-                        "topology",
-                        "plugin_registration_dir",
-                        "kubelet_registration_path",
-                        "remove_not_ready_taint",
-                        "kube_service_account_dir",
-                        "lfs",
-                        "project_id_range"}) {
+  for (const char* f :
+       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "mount_namespace",
+        "mount_helper", "working_mount_dir", "lustre_client", "lustre_client_dir",
+        "max_concurrent_mounts", "mount_timeout_seconds", "readiness_interval_seconds",
+        "max_volumes_per_node", "topology", "plugin_registration_dir", "kubelet_registration_path",
+        "remove_not_ready_taint", "kube_service_account_dir"}) {
     flags.push_back(f);
   }
   return flags;
