@@ -160,6 +160,44 @@ TEST_F(ConformanceE2eTest, StaticCapacityLiesInsideTheRequestedRange) {
   EXPECT_EQ(Create("pvc-inverted", 2 * kGiB, kGiB, &res).error_code(), grpc::INVALID_ARGUMENT);
 }
 
+// csi-sanity's ExpandVolume cases, which it runs because the controller
+// advertises EXPAND_VOLUME: no volume id, no capacity range (with no id
+// either, as it sends it), and a 10 GiB volume asked for 11 GiB with a
+// SINGLE_NODE_WRITER mount capability, expected back exactly.
+TEST_F(ConformanceE2eTest, ExpansionAsTheSanitySuiteAsksIt) {
+  csi::v1::ControllerGetCapabilitiesResponse caps;
+  grpc::ClientContext caps_ctx;
+  ASSERT_TRUE(controller_.controller->ControllerGetCapabilities(&caps_ctx, {}, &caps).ok());
+  bool advertised = false;
+  for (const auto& c : caps.capabilities()) {
+    advertised =
+        advertised || c.rpc().type() == csi::v1::ControllerServiceCapability::RPC::EXPAND_VOLUME;
+  }
+  ASSERT_TRUE(advertised);
+  auto expand = [&](const csi::v1::ControllerExpandVolumeRequest& req,
+                    csi::v1::ControllerExpandVolumeResponse* res) {
+    grpc::ClientContext ctx;
+    return controller_.controller->ControllerExpandVolume(&ctx, req, res);
+  };
+  csi::v1::ControllerExpandVolumeResponse res;
+  csi::v1::ControllerExpandVolumeRequest no_id;
+  no_id.mutable_capacity_range()->set_required_bytes(10 * kGiB);
+  EXPECT_EQ(expand(no_id, &res).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(expand({}, &res).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  csi::v1::CreateVolumeResponse created;
+  ASSERT_TRUE(Create("sanity-expand", 10 * kGiB, 0, &created).ok());
+  csi::v1::ControllerExpandVolumeRequest req;
+  req.set_volume_id(created.volume().volume_id());
+  req.mutable_capacity_range()->set_required_bytes(11 * kGiB);
+  *req.mutable_volume_capability() =
+      MountCapability(csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  grpc::Status grown = expand(req, &res);
+  ASSERT_TRUE(grown.ok()) << grown.error_message();
+  EXPECT_EQ(res.capacity_bytes(), 11 * kGiB);
+  EXPECT_FALSE(res.node_expansion_required());
+}
+
 TEST_F(ConformanceE2eTest, RepublishWithAnotherCapabilityIsAlreadyExists) {
   const std::string target = tmp_.Join("pods/r");
   csi::v1::NodePublishVolumeRequest plain = PublishRequest("pv#lustrefs#10.0.0.4##f", target);
