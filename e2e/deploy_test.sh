@@ -114,6 +114,7 @@ node account may get and patch nodes, and nothing more (the not-ready taint) :: 
 node tolerates every taint, the not-ready one included :: obj("DaemonSet", "lustre-csi-node").spec.template.spec.tolerations.some(t => t.operator === "Exists" && t.key === undefined)
 node removes the taint $name/agent-not-ready (the default, not turned off) :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "remove-not-ready-taint") === undefined
 controller runs as lustre-csi-controller :: obj("Deployment", "lustre-csi-controller").spec.template.spec.serviceAccountName === "lustre-csi-controller"
+csi-resizer on the controller's socket, online (no pod lookups) :: args(obj("Deployment", "lustre-csi-controller"), "csi-resizer")[0] === "--csi-address=/csi/csi.sock" && args(obj("Deployment", "lustre-csi-controller"), "csi-resizer").includes("--handle-volume-inuse-error=false") && container(obj("Deployment", "lustre-csi-controller"), "csi-resizer").volumeMounts.some(m => m.name === "socket-dir" && m.mountPath === "/csi")
 every sidecar is granted what its release documents (sidecar-rbac.yaml) :: sidecarRbac("$repo/deploy/kubernetes/sidecar-rbac.yaml")
 controller --drivername=$name :: flag(obj("Deployment", "lustre-csi-controller"), "lustre-csi", "drivername") === "$name"
 node --drivername=$name :: flag(obj("DaemonSet", "lustre-csi-node"), "lustre-csi", "drivername") === "$name"
@@ -155,6 +156,7 @@ controller privileged :: container(obj("Deployment", "lustre-csi-controller"), "
 controller working dir is a DirectoryOrCreate hostPath :: volume(obj("Deployment", "lustre-csi-controller"), "controller-work").hostPath.type === "DirectoryOrCreate"
 controller working dir seen at the same path by host and container :: sameOnBothSides(obj("Deployment", "lustre-csi-controller"), "lustre-csi", "/var/lib/lustre-csi/controller")
 csi-provisioner untouched :: !container(obj("Deployment", "lustre-csi-controller"), "csi-provisioner").securityContext && args(obj("Deployment", "lustre-csi-controller"), "csi-provisioner")[0] === "--csi-address=/csi/csi.sock"
+csi-resizer untouched (not privileged) :: !container(obj("Deployment", "lustre-csi-controller"), "csi-resizer").securityContext
 EOF
 }
 
@@ -168,7 +170,7 @@ EOF
 namespace lustre-csi exists, Pod Security privileged :: obj("Namespace", "lustre-csi").metadata.labels["pod-security.kubernetes.io/enforce"] === "privileged"
 every namespaced object in lustre-csi :: docs.filter(d => d.metadata.namespace !== undefined && d.kind !== "CSIDriver").every(d => d.metadata.namespace === "lustre-csi")
 lustre-csi containers use the example image :: container(obj("DaemonSet", "lustre-csi-node"), "lustre-csi").image === "registry.example.com/storage/lustre-csi:v0.1.0" && container(obj("Deployment", "lustre-csi-controller"), "lustre-csi").image === "registry.example.com/storage/lustre-csi:v0.1.0"
-the sidecar image is untouched :: container(obj("Deployment", "lustre-csi-controller"), "csi-provisioner").image.startsWith("registry.k8s.io/sig-storage/csi-provisioner:")
+the sidecar images are untouched :: container(obj("Deployment", "lustre-csi-controller"), "csi-provisioner").image.startsWith("registry.k8s.io/sig-storage/csi-provisioner:") && container(obj("Deployment", "lustre-csi-controller"), "csi-resizer").image.startsWith("registry.k8s.io/sig-storage/csi-resizer:")
 EOF
   local old
   for old in azurelustre.csi.azure.com kube-system 'image: lustre-csi:'; do
