@@ -580,7 +580,15 @@ TEST_F(PodTest, NomadNodeJobWithTheWrongStateDirIsNotReadyAndSaysWhy) {
   EXPECT_EQ(container_->Stop(), 0) << container_->Log();
 }
 
+// The sub-dir-provisioning overlay with a class that asks for a project
+// quota and a layout: the controller runs the host's lfs (the stand-in, at
+// /usr/bin/lfs, keeping its state beside it) in the host's mount namespace.
 TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) {
+  std::filesystem::create_directories("/usr/bin/lfs-state");
+  std::filesystem::copy_file("/opt/standin/lfs", "/usr/bin/lfs",
+                             std::filesystem::copy_options::overwrite_existing);
+  chmod("/usr/bin/lfs", 0755);
+  ASSERT_TRUE(WriteFile("/usr/bin/lfs-state/pools", "lustrefs.fast\n").ok());
   absl::StatusOr<PodSpec> spec =
       LoadPodSpec(g_subdir_yaml, "Deployment", "lustre-csi-controller", "lustre-csi", "node-1");
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -594,17 +602,48 @@ TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) 
   csi::v1::CreateVolumeRequest create;
   create.set_name("pvc-123");
   *create.add_volume_capabilities() = MountCapability();
-  (*create.mutable_parameters())["mgs-ip-address"] = "10.0.0.4";
-  (*create.mutable_parameters())["fs-name"] = "lustrefs";
-  (*create.mutable_parameters())["sub-dir"] = "volumes/pvc-123";
-  (*create.mutable_parameters())["create-sub-dir"] = "true";
-  (*create.mutable_parameters())["sub-dir-on-delete"] = "delete";
+  create.mutable_capacity_range()->set_required_bytes(int64_t{10} << 30);
+  auto& params = *create.mutable_parameters();
+  params["mgs-ip-address"] = "10.0.0.4";
+  params["fs-name"] = "lustrefs";
+  params["sub-dir"] = "volumes/pvc-123";
+  params["create-sub-dir"] = "true";
+  params["sub-dir-on-delete"] = "delete";
+  params["sub-dir-quota"] = "true";
+  params["sub-dir-stripe-count"] = "2";
+  params["sub-dir-stripe-pool"] = "fast";
   csi::v1::CreateVolumeResponse created;
   grpc::ClientContext create_ctx;
   grpc::Status s = controller->CreateVolume(&create_ctx, create, &created);
   ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
-  EXPECT_TRUE(std::filesystem::is_directory(std::string(kFsData) + "/volumes/pvc-123"));
+  EXPECT_EQ(created.volume().capacity_bytes(), int64_t{10} << 30);
+  std::string dir = std::string(kFsData) + "/volumes/pvc-123";
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
   EXPECT_THAT(MountsUnder("/var/lib/lustre-csi"), IsEmpty());
+  std::string project;
+  for (absl::string_view line : absl::StrSplit(ReadFile(dir + "/.lustre-csi-volume"), '\n')) {
+    if (absl::ConsumePrefix(&line, "project=")) project = std::string(line);
+  }
+  ASSERT_FALSE(project.empty()) << ReadFile(dir + "/.lustre-csi-volume");
+  std::string quotas = ReadFile("/usr/bin/lfs-state/quotas");
+  EXPECT_THAT(quotas, HasSubstr(absl::StrCat("lustrefs/", project, " 10485760 0\n")));
+  EXPECT_THAT(ReadFile("/usr/bin/lfs-state/layouts"), HasSubstr(" 2 - fast\n"));
+  EXPECT_THAT(ReadFile("/usr/bin/lfs-state/calls.log"),
+              HasSubstr(absl::StrCat("/usr/bin/lfs project -p ", project,
+                                     " -s /var/lib/lustre-csi/controller/")));
+
+  // What csi-resizer sends after kubectl edit pvc.
+  csi::v1::ControllerExpandVolumeRequest expand;
+  expand.set_volume_id(created.volume().volume_id());
+  expand.mutable_capacity_range()->set_required_bytes(int64_t{20} << 30);
+  csi::v1::ControllerExpandVolumeResponse expanded;
+  grpc::ClientContext expand_ctx;
+  s = controller->ControllerExpandVolume(&expand_ctx, expand, &expanded);
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
+  EXPECT_EQ(expanded.capacity_bytes(), int64_t{20} << 30);
+  EXPECT_FALSE(expanded.node_expansion_required());
+  EXPECT_THAT(ReadFile("/usr/bin/lfs-state/quotas"),
+              HasSubstr(absl::StrCat("lustrefs/", project, " 20971520 0\n")));
 
   csi::v1::DeleteVolumeRequest del;
   del.set_volume_id(created.volume().volume_id());
@@ -612,7 +651,10 @@ TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) 
   grpc::ClientContext del_ctx;
   s = controller->DeleteVolume(&del_ctx, del, &deleted);
   ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << container_->Log();
-  EXPECT_FALSE(std::filesystem::exists(std::string(kFsData) + "/volumes/pvc-123"));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_THAT(ReadFile("/usr/bin/lfs-state/quotas"),
+              HasSubstr(absl::StrCat("lustrefs/", project, " 0 0\n")));
+  EXPECT_FALSE(std::filesystem::exists(absl::StrCat(kFsData, "/.lustre-csi-projects/", project)));
   EXPECT_EQ(container_->Stop(), 0) << container_->Log();
 }
 
@@ -717,6 +759,7 @@ int main(int argc, char** argv) {
       lustre_csi::e2e::Env("POD_E2E_WORK"),
       {{"/images/lustre-csi", lustre_csi::e2e::Env("POD_E2E_ROOTFS")},
        {"/opt/standin/mount.lustre", lustre_csi::e2e::Env("POD_E2E_STANDIN")},
+       {"/opt/standin/lfs", lustre_csi::e2e::Env("POD_E2E_STANDIN_LFS")},
        {"/opt/kube", lustre_csi::e2e::Env("POD_E2E_KUBE")}});
   if (!host.ok()) {
     fprintf(stderr, "%s\n", std::string(host.message()).c_str());

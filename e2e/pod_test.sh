@@ -36,9 +36,9 @@ tar -xf "$archive" -C "$work/layout"
 umoci unpack --rootless --image "$work/layout:$version" "$work/bundle" >/dev/null
 
 bazel build --curses=no --noshow_progress //e2e:pod_e2e_test //e2e:standin-mount-lustre \
-  //e2e:standin-apiserver >&2
+  //e2e:standin-lfs //e2e:standin-apiserver >&2
 bin=$(bazel info bazel-bin 2>/dev/null)
-cp "$bin/e2e/pod_e2e_test" "$bin/e2e/standin-mount-lustre" "$work/"
+cp "$bin/e2e/pod_e2e_test" "$bin/e2e/standin-mount-lustre" "$bin/e2e/standin-lfs" "$work/"
 # The stand-in API server, its CA and certificate for 127.0.0.1, and the
 # service account's token, for the not-ready taint.
 mkdir "$work/kube"
@@ -60,5 +60,6 @@ POD_E2E_BASE="$work/base.yaml" POD_E2E_SUBDIR="$work/sub-dir.yaml" \
   POD_E2E_NOMAD_NODE="$work/nomad-node.yaml" \
   POD_E2E_NOMAD_NODE_OTHER_STATE="$work/nomad-node-other-state.yaml" \
   POD_E2E_ROOTFS="$work/bundle/rootfs" POD_E2E_STANDIN="$work/standin-mount-lustre" \
+  POD_E2E_STANDIN_LFS="$work/standin-lfs" \
   POD_E2E_WORK="$work/scratch" POD_E2E_KUBE="$work/kube" \
   unshare --mount --pid --net --fork --kill-child "$work/pod_e2e_test" "$@"
