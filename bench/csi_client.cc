@@ -13,8 +13,8 @@
 // --n>1 it repeats the call from --concurrency threads and prints count,
 // errors, throughput and latency percentiles (p50 to p99.9 and the maximum),
 // and with --server-pid the server's CPU time per call; the threads share one
-// connection unless --channels says otherwise. In --target and --name, %d is
-// replaced by the call's index, so concurrent calls use distinct volumes.
+// connection unless --channels says otherwise. In --target, --name and CreateVolume's parameter
+// values, %d is replaced by the call's index, so concurrent calls use distinct volumes.
 #include <gflags/gflags.h>
 #include <grpcpp/grpcpp.h>
 
@@ -41,6 +41,7 @@ DEFINE_string(rpc, "Probe",
               "ControllerGetCapabilities");
 DEFINE_string(params, "", "key=value[,key=value]: parameters or volume context");
 DEFINE_string(name, "vol-%d", "CreateVolume name");
+DEFINE_int64(required_bytes, 0, "CreateVolume capacity_range.required_bytes (0: none)");
 DEFINE_string(volume_id, "vol", "volume id");
 DEFINE_string(target, "", "target or volume path");
 DEFINE_bool(readonly, false, "publish read-only");
@@ -157,7 +158,9 @@ class Client {
       csi::v1::CreateVolumeRequest q;
       q.set_name(Fill(FLAGS_name, index));
       *q.add_volume_capabilities() = Capability();
-      q.mutable_parameters()->insert(params.begin(), params.end());
+      for (const auto& [key, value] : params) (*q.mutable_parameters())[key] = Fill(value, index);
+      if (FLAGS_required_bytes > 0)
+        q.mutable_capacity_range()->set_required_bytes(FLAGS_required_bytes);
       csi::v1::CreateVolumeResponse r;
       grpc::Status s = controller_->CreateVolume(ctx().get(), q, &r);
       if (rpc == "CreateVolume" || !s.ok()) return done(r, s);

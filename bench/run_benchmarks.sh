@@ -17,6 +17,8 @@ RESULTS=$OUT/results.txt bash bench/shared_client_bench.sh 10 5 200
 # The shipped mode (shared clients) and local mode at 10 and 10,000 mounts, and
 # the Go driver's real mode when $GO_DRIVER names its binary: 1,000 pairs each.
 RESULTS=$OUT/results.txt bash bench/many_mounts_bench.sh 1000 10000
+# CreateVolume of provisioned sub-dirs: plain, with a project quota, with a layout.
+RESULTS=$OUT/results.txt bash bench/create_volume_bench.sh 300
 
 gnuplot <<GP
 set terminal pngcairo size 800,480 font "sans,11"
