@@ -370,6 +370,46 @@ TEST_F(QuotaE2eTest, RefusalsSayWhyAndLeaveNothing) {
   nothing_left("pvc-l");
 }
 
+// NodeGetVolumeStats reports statfs of the volume's own directory, so where
+// the client answers for a directory with the inherit flag with its
+// project's limit and usage (Lustre 2.14 on), the volume's figures are what
+// a CO sees. Here a directory of the file system with figures of its own (a
+// small tmpfs) stands in for that answer.
+TEST_F(QuotaE2eTest, StatsAreWhatTheClientReportsForTheVolumesDirectory) {
+  std::string small = fs_root() + "/team/small";
+  ASSERT_EQ(mkdir(small.c_str(), 0755), 0);
+  ASSERT_EQ(mount("10.0.0.4@tcp:/lustrefs", small.c_str(), "tmpfs", 0, "size=8m"), 0);
+  std::string socket = Start("node", {"--nodeid=n1", "--lustre-client=per-volume"}, "node");
+  std::string target = tmp_.Join("pods/small");
+  ASSERT_EQ(mkdir(target.c_str(), 0750), 0);
+  auto node = csi::v1::Node::NewStub(UnixChannel(socket));
+  csi::v1::NodePublishVolumeResponse published;
+  grpc::ClientContext publish_ctx;
+  grpc::Status s = node->NodePublishVolume(
+      &publish_ctx, MakePublishRequest("small#lustrefs#10.0.0.4#team/small#f", target,
+                                       LustreContext("team/small")),
+      &published);
+  ASSERT_TRUE(s.ok()) << s.error_message() << Log("node");
+  csi::v1::NodeGetVolumeStatsRequest req;
+  req.set_volume_id("small#lustrefs#10.0.0.4#team/small#f");
+  req.set_volume_path(target);
+  csi::v1::NodeGetVolumeStatsResponse stats;
+  grpc::ClientContext stats_ctx;
+  ASSERT_TRUE(node->NodeGetVolumeStats(&stats_ctx, req, &stats).ok());
+  int64_t total = -1;
+  for (const auto& u : stats.usage()) {
+    if (u.unit() == csi::v1::VolumeUsage::BYTES) total = u.total();
+  }
+  EXPECT_EQ(total, 8 << 20);
+  csi::v1::NodeUnpublishVolumeRequest unpublish;
+  unpublish.set_volume_id("small");
+  unpublish.set_target_path(target);
+  csi::v1::NodeUnpublishVolumeResponse unpublished;
+  grpc::ClientContext unpublish_ctx;
+  ASSERT_TRUE(node->NodeUnpublishVolume(&unpublish_ctx, unpublish, &unpublished).ok());
+  umount2(small.c_str(), MNT_DETACH);
+}
+
 // Without the host's tool (local mode has none), a class asking for a quota
 // is refused before anything is made.
 TEST_F(QuotaE2eTest, LocalModeRefusesQuotas) {

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 #include <grpc/grpc.h>
+#include <grpc/support/time.h>
 #include <grpcpp/alarm.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <sys/stat.h>
@@ -549,14 +550,28 @@ void Engine::Shutdown(absl::Duration grace, const std::string& name) {
   // for again, and every call admitted before ends (or the grace period
   // does): then no call object is left.
   bool idle = AwaitNoObjects(deadline);
-  if (!idle) {
+  bool drained = false;
+  if (idle) {
+    // Every call has answered, but an answer may still be on its way out:
+    // cancelling now would turn it into CANCELLED at the client (a publish
+    // that mounted, reported as failed). The core says when its calls are
+    // gone; a client that does not read may hold that up, so not for long.
+    absl::Time until = std::min(deadline, absl::Now() + absl::Seconds(2));
+    gpr_timespec wait = gpr_time_add(
+        gpr_now(GPR_CLOCK_MONOTONIC),
+        gpr_time_from_millis(std::max<int64_t>(0, absl::ToInt64Milliseconds(until - absl::Now())),
+                             GPR_TIMESPAN));
+    drained = grpc_completion_queue_pluck(notify_cq, &tag, wait, nullptr).type == GRPC_OP_COMPLETE;
+  } else {
     LOG(WARNING) << Active() << " call(s) on unix://" << name
                  << " still running after the grace period of " << absl::FormatDuration(grace)
                  << "; cancelling them and waiting for their handlers to return";
   }
-  grpc_server_cancel_all_calls(server_->c_server());
+  if (!drained) grpc_server_cancel_all_calls(server_->c_server());
   server_->Shutdown(absl::ToChronoTime(absl::Now()));
-  grpc_completion_queue_pluck(notify_cq, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+  if (!drained) {
+    grpc_completion_queue_pluck(notify_cq, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+  }
   grpc_completion_queue_shutdown(notify_cq);
   while (
       grpc_completion_queue_pluck(notify_cq, nullptr, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr)
