@@ -80,10 +80,11 @@ class QuotaE2eTest : public testing::Test {
                                      "--mount-mode=lustre",
                                      "--mount-namespace=current",
                                      "--mount-helper=" + tmp_.Join("bin/mount"),
-                                     "--lfs=" + tmp_.Join("bin/lfs"),
                                      "--working-mount-dir=" + tmp_.Join("work"),
-                                     "--project-id-range=100-105",
                                      "--endpoint=unix://" + socket};
+    if (role != "node") {  // the controller's flags
+      argv.insert(argv.end(), {"--lfs=" + tmp_.Join("bin/lfs"), "--project-id-range=100-105"});
+    }
     argv.insert(argv.end(), extra.begin(), extra.end());
     processes_.push_back(std::make_unique<Subprocess>(argv, tmp_.Join(name + ".log")));
     EXPECT_TRUE(WaitForSocket(socket, absl::Seconds(10)).ok()) << Log(name);
@@ -176,8 +177,19 @@ class QuotaE2eTest : public testing::Test {
   std::vector<std::unique_ptr<Subprocess>> processes_;
 };
 
-TEST_F(QuotaE2eTest, MonolithCreatesPublishesExpandsAndDeletes) {
-  std::string socket = Start("monolith", {"--nodeid=n1", "--lustre-client=per-volume"}, "monolith");
+// The whole life of a volume with a quota and a layout, through one monolith
+// or through a controller and a node apart (as the manifests run them).
+class QuotaLifecycleE2eTest : public QuotaE2eTest, public testing::WithParamInterface<bool> {};
+
+TEST_P(QuotaLifecycleE2eTest, CreatePublishStatsExpandDelete) {
+  std::string socket, node_socket;
+  if (GetParam()) {
+    socket = node_socket =
+        Start("monolith", {"--nodeid=n1", "--lustre-client=per-volume"}, "monolith");
+  } else {
+    socket = Start("controller");
+    node_socket = Start("node", {"--nodeid=n1", "--lustre-client=per-volume"}, "node");
+  }
   std::map<std::string, std::string> params = QuotaParams("pvc-a");
   params["sub-dir-inode-limit"] = "5000";
   params["sub-dir-stripe-count"] = "2";
@@ -185,7 +197,8 @@ TEST_F(QuotaE2eTest, MonolithCreatesPublishesExpandsAndDeletes) {
   params["sub-dir-stripe-pool"] = "fast";
   csi::v1::Volume volume;
   grpc::Status created = Create(socket, "pvc-a", params, 10 * kGiB);
-  ASSERT_TRUE(created.ok()) << created.error_message() << Log("monolith");
+  ASSERT_TRUE(created.ok()) << created.error_message() << Log("monolith") << Log("controller")
+                            << Log("node");
   ASSERT_TRUE(Create(socket, "pvc-a", params, 10 * kGiB, &volume).ok());
   EXPECT_EQ(volume.capacity_bytes(), 10 * kGiB);
   std::string dir = fs_root() + "/team/pvc-a";
@@ -210,7 +223,7 @@ TEST_F(QuotaE2eTest, MonolithCreatesPublishesExpandsAndDeletes) {
   // Published and measured like any sub-dir volume.
   std::string target = tmp_.Join("pods/t1");
   ASSERT_EQ(mkdir(target.c_str(), 0750), 0);
-  auto node = csi::v1::Node::NewStub(UnixChannel(socket));
+  auto node = csi::v1::Node::NewStub(UnixChannel(node_socket));
   std::map<std::string, std::string> context(volume.volume_context().begin(),
                                              volume.volume_context().end());
   csi::v1::NodePublishVolumeRequest publish =
@@ -218,7 +231,8 @@ TEST_F(QuotaE2eTest, MonolithCreatesPublishesExpandsAndDeletes) {
   csi::v1::NodePublishVolumeResponse published;
   grpc::ClientContext publish_ctx;
   grpc::Status publish_status = node->NodePublishVolume(&publish_ctx, publish, &published);
-  ASSERT_TRUE(publish_status.ok()) << publish_status.error_message() << Log("monolith");
+  ASSERT_TRUE(publish_status.ok())
+      << publish_status.error_message() << Log("monolith") << Log("controller") << Log("node");
   ASSERT_TRUE(WriteFile(target + "/data", "x").ok());
   EXPECT_EQ(ReadFile(dir + "/data"), "x");
   csi::v1::NodeGetVolumeStatsRequest stats_req;
@@ -233,7 +247,8 @@ TEST_F(QuotaE2eTest, MonolithCreatesPublishesExpandsAndDeletes) {
   // Online expansion: the limit rises, a smaller ask keeps it.
   csi::v1::ControllerExpandVolumeResponse expanded;
   grpc::Status grown = Expand(socket, volume.volume_id(), 11 * kGiB, &expanded);
-  ASSERT_TRUE(grown.ok()) << grown.error_message() << Log("monolith");
+  ASSERT_TRUE(grown.ok()) << grown.error_message() << Log("monolith") << Log("controller")
+                          << Log("node");
   EXPECT_EQ(expanded.capacity_bytes(), 11 * kGiB);
   EXPECT_FALSE(expanded.node_expansion_required());
   EXPECT_EQ(QuotaOf(id), "11534336 5000");
@@ -250,7 +265,8 @@ TEST_F(QuotaE2eTest, MonolithCreatesPublishesExpandsAndDeletes) {
 
   // Delete: the directory, then the quota and the ID go.
   grpc::Status deleted = Delete(socket, volume.volume_id());
-  ASSERT_TRUE(deleted.ok()) << deleted.error_message() << Log("monolith");
+  ASSERT_TRUE(deleted.ok()) << deleted.error_message() << Log("monolith") << Log("controller")
+                            << Log("node");
   EXPECT_NE(access(dir.c_str(), F_OK), 0);
   EXPECT_EQ(QuotaOf(id), "0 0");
   EXPECT_TRUE(Claims().empty());
@@ -258,6 +274,11 @@ TEST_F(QuotaE2eTest, MonolithCreatesPublishesExpandsAndDeletes) {
   EXPECT_EQ(Expand(socket, volume.volume_id(), 12 * kGiB, &expanded).error_code(),
             grpc::StatusCode::NOT_FOUND);
 }
+
+INSTANTIATE_TEST_SUITE_P(MonolithAndApart, QuotaLifecycleE2eTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Monolith" : "ControllerAndNode";
+                         });
 
 // Two controllers on one file system, every volume asked of both at once:
 // one ID per volume, never one twice, and a full range says so.
@@ -379,16 +400,17 @@ TEST_F(QuotaE2eTest, StatsAreWhatTheClientReportsForTheVolumesDirectory) {
   std::string small = fs_root() + "/team/small";
   ASSERT_EQ(mkdir(small.c_str(), 0755), 0);
   ASSERT_EQ(mount("10.0.0.4@tcp:/lustrefs", small.c_str(), "tmpfs", 0, "size=8m"), 0);
-  std::string socket = Start("node", {"--nodeid=n1", "--lustre-client=per-volume"}, "node");
+  std::string socket = Start("node", {"--nodeid=n1", "--lustre-client=per-volume"}, "monolith");
   std::string target = tmp_.Join("pods/small");
   ASSERT_EQ(mkdir(target.c_str(), 0750), 0);
   auto node = csi::v1::Node::NewStub(UnixChannel(socket));
   csi::v1::NodePublishVolumeResponse published;
   grpc::ClientContext publish_ctx;
-  grpc::Status s = node->NodePublishVolume(
-      &publish_ctx, MakePublishRequest("small#lustrefs#10.0.0.4#team/small#f", target,
-                                       LustreContext("team/small")),
-      &published);
+  grpc::Status s =
+      node->NodePublishVolume(&publish_ctx,
+                              MakePublishRequest("small#lustrefs#10.0.0.4#team/small#f", target,
+                                                 LustreContext("team/small")),
+                              &published);
   ASSERT_TRUE(s.ok()) << s.error_message() << Log("node");
   csi::v1::NodeGetVolumeStatsRequest req;
   req.set_volume_id("small#lustrefs#10.0.0.4#team/small#f");
