@@ -39,6 +39,7 @@ step() {
 }
 
 step "system calls only behind the seam" bash tools/check_seams.sh
+step "the plugin manager's API is closed" bash tools/check_public_headers.sh
 step "static and reproducible binary" bash tools/check_static_repro.sh
 step "container image" bash e2e/image_test.sh
 step "deployment manifests" bash e2e/deploy_test.sh

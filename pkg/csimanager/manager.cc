@@ -1,12 +1,21 @@
 #include "pkg/csimanager/manager.h"
 
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
+#include "pkg/base/cancel.h"
 #include "pkg/base/status_macros.h"
+#include "pkg/csimanager/internal/csi_client.h"
+#include "pkg/csimanager/internal/instance_manager.h"
+#include "pkg/csimanager/internal/registration_watcher.h"
+#include "pkg/csimanager/internal/volume_manager.h"
 #include "pkg/csimanager/types.h"
 #include "pkg/server/grpc_status.h"
 
@@ -22,7 +31,65 @@ bool SameInstance(const PluginRecord& a, const PluginRecord& b) {
 
 }  // namespace
 
-Manager::Manager(ManagerOptions options, ManagerDeps deps)
+// Everything behind the API: the registry, the instance and volume managers,
+// the watcher. Manager forwards to it.
+class Manager::Impl {
+ public:
+  Impl(ManagerOptions options, ManagerDeps deps);
+  ~Impl();
+
+  absl::StatusOr<StartReport> Start();
+  absl::Status SetStaticPlugins(std::vector<PluginRecord> records);
+  std::vector<PluginStatus> ListPlugins(std::optional<PluginType> type);
+  absl::StatusOr<PluginStatus> WaitForPlugin(PluginType type, const std::string& name,
+                                             absl::Time deadline);
+  absl::StatusOr<MountInfo> MountVolume(const std::string& plugin, const MountRequest& request);
+  absl::StatusOr<UnmountResult> UnmountVolume(const std::string& plugin,
+                                              const UnmountRequest& request);
+  absl::StatusOr<bool> HasMount(const std::string& plugin, const MountInfo& mount);
+  std::vector<Claim> ListClaims(const std::string& plugin = "");
+  NodeInfo GetNodeInfo();
+  absl::StatusOr<DrainResult> Drain();
+  void Shutdown(absl::Duration grace, bool unmount_all = false);
+  absl::Status Health();
+  Registry* registry() { return &registry_; }
+
+ private:
+  // Starts and stops instance managers to match the registry.
+  void Reconcile();
+  void OnFingerprint(const PluginStatus& status);
+  std::shared_ptr<InstanceManager> ActiveInstance(const std::string& name, PluginType type);
+  // The plugin's volume manager, created (and restored) on first use.
+  absl::StatusOr<VolumeManager*> Volumes(const std::string& plugin, bool create);
+  absl::Status BeginOperation();
+  void EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start);
+  // Sets the gauges (plugins by health, claims by state) before a render.
+  void CollectGauges();
+
+  const ManagerOptions options_;
+  const ManagerDeps deps_;
+  Registry registry_;
+  std::unique_ptr<RegistrationWatcher> watcher_;
+  base::CancelToken cancel_;  // cancels volume operations at the end of the grace period
+  std::unique_ptr<server::MetricsRegistry> own_metrics_;  // when deps.metrics is null
+  server::Counter* operations_;
+  server::Histogram* latency_;
+  server::Gauge* plugins_;
+  server::Gauge* claims_;
+
+  absl::Mutex reconcile_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every registry or health change
+  std::map<std::string, std::shared_ptr<InstanceManager>> instances_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex volumes_mu_;
+  std::map<std::string, std::unique_ptr<VolumeManager>> volumes_ ABSL_GUARDED_BY(volumes_mu_);
+};
+
+Manager::Impl::Impl(ManagerOptions options, ManagerDeps deps)
     : options_(std::move(options)), deps_(std::move(deps)), registry_(deps_.store, deps_.clock) {
   server::MetricsRegistry* metrics = deps_.metrics;
   if (metrics == nullptr) {
@@ -44,12 +111,12 @@ Manager::Manager(ManagerOptions options, ManagerDeps deps)
   registry_.SetListener([this] { Reconcile(); });
 }
 
-Manager::~Manager() {
+Manager::Impl::~Impl() {
   registry_.SetListener(nullptr);
   Shutdown(options_.shutdown_grace);
 }
 
-absl::StatusOr<StartReport> Manager::Start() {
+absl::StatusOr<StartReport> Manager::Impl::Start() {
   {
     absl::MutexLock lock(&mu_);
     if (started_ || shutting_down_) {
@@ -92,11 +159,11 @@ absl::StatusOr<StartReport> Manager::Start() {
   return report;
 }
 
-absl::Status Manager::SetStaticPlugins(std::vector<PluginRecord> records) {
+absl::Status Manager::Impl::SetStaticPlugins(std::vector<PluginRecord> records) {
   return registry_.ReplaceStatic(std::move(records));
 }
 
-void Manager::Reconcile() {
+void Manager::Impl::Reconcile() {
   absl::MutexLock serial(&reconcile_mu_);
   std::vector<PluginRecord> active = registry_.ActiveSet();
   std::vector<std::shared_ptr<InstanceManager>> to_stop;
@@ -118,7 +185,7 @@ void Manager::Reconcile() {
     for (const PluginRecord& record : active) {
       if (instances_.count(record.id)) continue;
       auto instance = std::make_shared<InstanceManager>(
-          record, deps_.client_factory, deps_.clock, options_.instance,
+          record, DialingClientFactory(), deps_.clock, options_.instance,
           [this](const PluginStatus& status) { OnFingerprint(status); });
       instances_[record.id] = instance;
       to_start.push_back(instance);
@@ -138,12 +205,13 @@ void Manager::Reconcile() {
   }
 }
 
-void Manager::OnFingerprint(const PluginStatus&) {
+void Manager::Impl::OnFingerprint(const PluginStatus&) {
   absl::MutexLock lock(&mu_);
   ++version_;
 }
 
-std::shared_ptr<InstanceManager> Manager::ActiveInstance(const std::string& name, PluginType type) {
+std::shared_ptr<InstanceManager> Manager::Impl::ActiveInstance(const std::string& name,
+                                                               PluginType type) {
   std::optional<PluginRecord> record = registry_.Active(name, type);
   if (!record.has_value()) return nullptr;
   absl::MutexLock lock(&mu_);
@@ -151,7 +219,7 @@ std::shared_ptr<InstanceManager> Manager::ActiveInstance(const std::string& name
   return it == instances_.end() ? nullptr : it->second;
 }
 
-absl::StatusOr<VolumeManager*> Manager::Volumes(const std::string& plugin, bool create) {
+absl::StatusOr<VolumeManager*> Manager::Impl::Volumes(const std::string& plugin, bool create) {
   absl::MutexLock lock(&volumes_mu_);
   auto it = volumes_.find(plugin);
   if (it != volumes_.end()) return it->second.get();
@@ -169,7 +237,7 @@ absl::StatusOr<VolumeManager*> Manager::Volumes(const std::string& plugin, bool 
   return raw;
 }
 
-absl::Status Manager::BeginOperation() {
+absl::Status Manager::Impl::BeginOperation() {
   absl::MutexLock lock(&mu_);
   if (!started_) return absl::UnavailableError("plugin manager is not started");
   if (shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
@@ -177,14 +245,15 @@ absl::Status Manager::BeginOperation() {
   return absl::OkStatus();
 }
 
-void Manager::EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start) {
+void Manager::Impl::EndOperation(absl::string_view operation, absl::StatusCode code,
+                                 absl::Time start) {
   operations_->Increment({std::string(operation), server::StatusCodeName(code)});
   latency_->Observe({std::string(operation)}, absl::ToDoubleSeconds(deps_.clock->Now() - start));
   absl::MutexLock lock(&mu_);
   --in_flight_;
 }
 
-std::vector<PluginStatus> Manager::ListPlugins(std::optional<PluginType> type) {
+std::vector<PluginStatus> Manager::Impl::ListPlugins(std::optional<PluginType> type) {
   std::vector<PluginRecord> records = registry_.List();
   std::set<std::string> active;
   for (const PluginRecord& record : registry_.ActiveSet()) active.insert(record.id);
@@ -212,8 +281,8 @@ std::vector<PluginStatus> Manager::ListPlugins(std::optional<PluginType> type) {
   return out;
 }
 
-absl::StatusOr<PluginStatus> Manager::WaitForPlugin(PluginType type, const std::string& name,
-                                                    absl::Time deadline) {
+absl::StatusOr<PluginStatus> Manager::Impl::WaitForPlugin(PluginType type, const std::string& name,
+                                                          absl::Time deadline) {
   while (true) {
     uint64_t seen;
     {
@@ -246,8 +315,8 @@ absl::StatusOr<PluginStatus> Manager::WaitForPlugin(PluginType type, const std::
   }
 }
 
-absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
-                                               const MountRequest& request) {
+absl::StatusOr<MountInfo> Manager::Impl::MountVolume(const std::string& plugin,
+                                                     const MountRequest& request) {
   RETURN_IF_ERROR(BeginOperation());
   absl::Time start = deps_.clock->Now();
   absl::StatusOr<MountInfo> result = [&]() -> absl::StatusOr<MountInfo> {
@@ -265,8 +334,8 @@ absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
   return result;
 }
 
-absl::StatusOr<UnmountResult> Manager::UnmountVolume(const std::string& plugin,
-                                                     const UnmountRequest& request) {
+absl::StatusOr<UnmountResult> Manager::Impl::UnmountVolume(const std::string& plugin,
+                                                           const UnmountRequest& request) {
   RETURN_IF_ERROR(BeginOperation());
   absl::Time start = deps_.clock->Now();
   absl::StatusOr<UnmountResult> result = [&]() -> absl::StatusOr<UnmountResult> {
@@ -282,14 +351,14 @@ absl::StatusOr<UnmountResult> Manager::UnmountVolume(const std::string& plugin,
   return result;
 }
 
-absl::StatusOr<bool> Manager::HasMount(const std::string& plugin, const MountInfo& mount) {
+absl::StatusOr<bool> Manager::Impl::HasMount(const std::string& plugin, const MountInfo& mount) {
   absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/false);
   if (volumes.ok()) return (*volumes)->HasMount(mount);
   if (mount.target.empty()) return absl::InvalidArgumentError("mount has no target path");
   return deps_.mounts->IsMountPoint(mount.target);
 }
 
-std::vector<Claim> Manager::ListClaims(const std::string& plugin) {
+std::vector<Claim> Manager::Impl::ListClaims(const std::string& plugin) {
   std::vector<VolumeManager*> all;
   {
     absl::MutexLock lock(&volumes_mu_);
@@ -304,7 +373,7 @@ std::vector<Claim> Manager::ListClaims(const std::string& plugin) {
   return out;
 }
 
-NodeInfo Manager::GetNodeInfo() {
+NodeInfo Manager::Impl::GetNodeInfo() {
   NodeInfo info;
   info.node_name = options_.node_name;
   std::set<std::string> names;
@@ -326,7 +395,7 @@ NodeInfo Manager::GetNodeInfo() {
   return info;
 }
 
-absl::StatusOr<DrainResult> Manager::Drain() {
+absl::StatusOr<DrainResult> Manager::Impl::Drain() {
   RETURN_IF_ERROR(BeginOperation());
   absl::Time start = deps_.clock->Now();
   std::vector<VolumeManager*> all;
@@ -349,7 +418,7 @@ absl::StatusOr<DrainResult> Manager::Drain() {
   return total;
 }
 
-void Manager::Shutdown(absl::Duration grace, bool unmount_all) {
+void Manager::Impl::Shutdown(absl::Duration grace, bool unmount_all) {
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;
@@ -391,14 +460,14 @@ void Manager::Shutdown(absl::Duration grace, bool unmount_all) {
   LOG(INFO) << "plugin manager stopped" << (unmount_all ? "" : "; mounts are kept");
 }
 
-absl::Status Manager::Health() {
+absl::Status Manager::Impl::Health() {
   absl::MutexLock lock(&mu_);
   if (!started_) return absl::UnavailableError("plugin manager is not started");
   if (shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
   return absl::OkStatus();
 }
 
-void Manager::CollectGauges() {
+void Manager::Impl::CollectGauges() {
   std::vector<std::shared_ptr<InstanceManager>> instances;
   {
     absl::MutexLock lock(&mu_);
@@ -417,5 +486,43 @@ void Manager::CollectGauges() {
   for (const Claim& claim : ListClaims()) ++claims[{std::string(ClaimStateName(claim.state))}];
   claims_->Reset(std::move(claims));
 }
+
+// ------------------------------------------------------------ the API
+
+Manager::Manager(ManagerOptions options, ManagerDeps deps)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {}
+Manager::~Manager() = default;
+absl::StatusOr<StartReport> Manager::Start() { return impl_->Start(); }
+absl::Status Manager::SetStaticPlugins(std::vector<PluginRecord> records) {
+  return impl_->SetStaticPlugins(std::move(records));
+}
+std::vector<PluginStatus> Manager::ListPlugins(std::optional<PluginType> type) {
+  return impl_->ListPlugins(type);
+}
+absl::StatusOr<PluginStatus> Manager::WaitForPlugin(PluginType type, const std::string& name,
+                                                    absl::Time deadline) {
+  return impl_->WaitForPlugin(type, name, deadline);
+}
+absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
+                                               const MountRequest& request) {
+  return impl_->MountVolume(plugin, request);
+}
+absl::StatusOr<UnmountResult> Manager::UnmountVolume(const std::string& plugin,
+                                                     const UnmountRequest& request) {
+  return impl_->UnmountVolume(plugin, request);
+}
+absl::StatusOr<bool> Manager::HasMount(const std::string& plugin, const MountInfo& mount) {
+  return impl_->HasMount(plugin, mount);
+}
+std::vector<Claim> Manager::ListClaims(const std::string& plugin) {
+  return impl_->ListClaims(plugin);
+}
+NodeInfo Manager::GetNodeInfo() { return impl_->GetNodeInfo(); }
+absl::StatusOr<DrainResult> Manager::Drain() { return impl_->Drain(); }
+void Manager::Shutdown(absl::Duration grace, bool unmount_all) {
+  impl_->Shutdown(grace, unmount_all);
+}
+absl::Status Manager::Health() { return impl_->Health(); }
+Registry* Manager::registry() { return impl_->registry(); }
 
 }  // namespace lustre_csi::csimanager

@@ -15,7 +15,8 @@
 // unmount everything (the `drain` verb, --unmount-on-shutdown).
 //
 // Thread-safe. The store and mount inspector (and clock) are not owned and
-// must outlive the manager.
+// must outlive the manager. The API's value types are in manager_types.h;
+// nothing of internal/ (or of gRPC) shows here.
 #ifndef LUSTRE_CSI_PKG_CSIMANAGER_MANAGER_H_
 #define LUSTRE_CSI_PKG_CSIMANAGER_MANAGER_H_
 
@@ -26,17 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/base/cancel.h"
 #include "pkg/base/clock.h"
-#include "pkg/csimanager/internal/csi_client.h"
-#include "pkg/csimanager/internal/instance_manager.h"
-#include "pkg/csimanager/internal/registration_watcher.h"
-#include "pkg/csimanager/internal/volume_manager.h"
+#include "pkg/csimanager/manager_types.h"
 #include "pkg/csimanager/mount_inspector.h"
 #include "pkg/csimanager/registry.h"
 #include "pkg/csimanager/store.h"
@@ -68,7 +63,6 @@ struct ManagerDeps {
   // ManagerOptions::registration_dir is set.
   volume::Syscalls* sys = nullptr;
   base::Clock* clock = base::RealClock();
-  CsiClientFactory client_factory = DialingClientFactory();
   // Where the manager's metrics go (lustre_csi_plugin_manager_*); a private
   // registry when null. It must not be rendered once the manager is gone.
   server::MetricsRegistry* metrics = nullptr;
@@ -135,41 +129,11 @@ class Manager {
   // OK while started and not shutting down (for /healthz).
   absl::Status Health();
 
-  Registry* registry() { return &registry_; }
+  Registry* registry();
 
  private:
-  // Starts and stops instance managers to match the registry.
-  void Reconcile();
-  void OnFingerprint(const PluginStatus& status);
-  std::shared_ptr<InstanceManager> ActiveInstance(const std::string& name, PluginType type);
-  // The plugin's volume manager, created (and restored) on first use.
-  absl::StatusOr<VolumeManager*> Volumes(const std::string& plugin, bool create);
-  absl::Status BeginOperation();
-  void EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start);
-  // Sets the gauges (plugins by health, claims by state) before a render.
-  void CollectGauges();
-
-  const ManagerOptions options_;
-  const ManagerDeps deps_;
-  Registry registry_;
-  std::unique_ptr<RegistrationWatcher> watcher_;
-  base::CancelToken cancel_;  // cancels volume operations at the end of the grace period
-  std::unique_ptr<server::MetricsRegistry> own_metrics_;  // when deps.metrics is null
-  server::Counter* operations_;
-  server::Histogram* latency_;
-  server::Gauge* plugins_;
-  server::Gauge* claims_;
-
-  absl::Mutex reconcile_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  mutable absl::Mutex mu_;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every registry or health change
-  std::map<std::string, std::shared_ptr<InstanceManager>> instances_ ABSL_GUARDED_BY(mu_);
-
-  absl::Mutex volumes_mu_;
-  std::map<std::string, std::unique_ptr<VolumeManager>> volumes_ ABSL_GUARDED_BY(volumes_mu_);
+  class Impl;  // manager.cc: everything behind the API
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace lustre_csi::csimanager

@@ -9,9 +9,8 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "pkg/csimanager/internal/instance_manager.h"
-#include "pkg/csimanager/internal/volume_manager.h"
 #include "pkg/csimanager/manager.h"
+#include "pkg/csimanager/manager_types.h"
 #include "pkg/csimanager/types.h"
 #include "proto/manager.pb.h"
 

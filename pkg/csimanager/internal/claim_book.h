@@ -23,24 +23,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "pkg/csimanager/manager_types.h"
 #include "pkg/csimanager/mount_inspector.h"
 #include "pkg/csimanager/store.h"
 #include "pkg/csimanager/types.h"
 
 namespace lustre_csi::csimanager {
-
-// What Restore() found.
-struct RestoreReport {
-  int claims = 0;
-  int mounted = 0;      // claims in state "mounted" whose target is a mount point
-  int interrupted = 0;  // claims left "mounting" or "unpublished", stagings left
-                        // "staging" or "unstaging" by a crash
-  int stagings = 0;     // staging records of this plugin
-  // Users of each staging path, rebuilt from the claims.
-  std::map<std::string, int> usage_counts;
-  // One line per claim that needs attention; such claims are kept.
-  std::vector<std::string> problems;
-};
 
 class ClaimBook {
  public:

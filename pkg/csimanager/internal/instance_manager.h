@@ -38,39 +38,10 @@
 #include "pkg/base/cancel.h"
 #include "pkg/base/clock.h"
 #include "pkg/csimanager/internal/csi_client.h"
+#include "pkg/csimanager/manager_types.h"
 #include "pkg/csimanager/types.h"
 
 namespace lustre_csi::csimanager {
-
-struct InstanceOptions {
-  absl::Duration fingerprint_period = absl::Seconds(30);
-  // Deadline of each call a fingerprint makes.
-  absl::Duration fingerprint_timeout = absl::Seconds(10);
-};
-
-// An instance's fingerprint and health.
-struct PluginStatus {
-  PluginRecord record;
-  bool healthy = false;
-  // Why it is unhealthy; "healthy" when it is.
-  std::string health_reason = "not fingerprinted yet";
-  // When the last fingerprint finished (Clock time); InfinitePast before.
-  absl::Time last_update = absl::InfinitePast();
-  int64_t fingerprints = 0;  // finished fingerprints, good or bad
-  // Whether a fingerprint has ever succeeded; the fields below are from the
-  // last one that did.
-  bool fingerprinted = false;
-  std::string vendor_name;
-  std::string vendor_version;
-  std::vector<std::string> plugin_capabilities;      // e.g. "CONTROLLER_SERVICE"
-  std::vector<std::string> node_capabilities;        // e.g. "STAGE_UNSTAGE_VOLUME"
-  std::vector<std::string> controller_capabilities;  // e.g. "CREATE_DELETE_VOLUME"
-  bool controller_service = false;
-  bool stage_unstage = false;
-  std::string node_id;  // NodeGetInfo's node id: the external id
-  int64_t max_volumes = 0;
-  std::map<std::string, std::string> topology;
-};
 
 class InstanceManager {
  public:

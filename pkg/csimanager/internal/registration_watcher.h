@@ -46,18 +46,11 @@
 #include "absl/time/time.h"
 #include "pkg/base/cancel.h"
 #include "pkg/base/clock.h"
+#include "pkg/csimanager/manager_types.h"
 #include "pkg/csimanager/registry.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::csimanager {
-
-struct RegistrationWatcherOptions {
-  std::string directory;
-  // Deadline of GetInfo and NotifyRegistrationStatus.
-  absl::Duration call_timeout = absl::Seconds(10);
-  // Pause before asking a socket that did not answer again.
-  absl::Duration retry_interval = absl::Seconds(1);
-};
 
 class RegistrationWatcher {
  public:

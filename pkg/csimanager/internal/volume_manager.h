@@ -67,19 +67,12 @@
 #include "pkg/csimanager/internal/claim_book.h"
 #include "pkg/csimanager/internal/instance_manager.h"
 #include "pkg/csimanager/internal/keyed_queue.h"
+#include "pkg/csimanager/manager_types.h"
 #include "pkg/csimanager/mount_inspector.h"
 #include "pkg/csimanager/store.h"
 #include "pkg/csimanager/types.h"
 
 namespace lustre_csi::csimanager {
-
-struct RetryPolicy {
-  int max_attempts = 3;
-  absl::Duration per_attempt_timeout = absl::Minutes(2);
-  absl::Duration initial_backoff = absl::Seconds(1);
-  double multiplier = 2.0;
-  absl::Duration max_backoff = absl::Seconds(30);
-};
 
 // Whether a plugin error is worth another attempt.
 bool IsRetryable(absl::StatusCode code);
@@ -89,35 +82,6 @@ struct VolumeManagerOptions {
   std::string root;
   RetryPolicy retry;
   uint32_t dir_mode = 0750;
-};
-
-struct MountRequest {
-  std::string namespace_;
-  std::string volume_id;  // the orchestrator's id
-  std::string remote_id;  // the plugin's volume id
-  std::string alloc_id;
-  VolumeUsage usage;
-  std::map<std::string, std::string> publish_context;
-  std::map<std::string, std::string> volume_context;
-  std::map<std::string, std::string> secrets;  // passed to the plugin, never stored
-};
-
-struct UnmountRequest {
-  std::string namespace_;
-  std::string volume_id;
-  std::string remote_id;  // used only when no claim is recorded
-  std::string alloc_id;
-  VolumeUsage usage;
-};
-
-struct UnmountResult {
-  bool unstaged = false;  // the last user left and the volume was unstaged
-};
-
-// What Restore() found.
-struct DrainResult {
-  int unmounted = 0;
-  std::vector<std::string> errors;
 };
 
 // The plugin's currently active instance; null when none is registered.
