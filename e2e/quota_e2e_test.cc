@@ -154,12 +154,13 @@ class QuotaE2eTest : public testing::Test {
     return "";
   }
 
+  // The claimed IDs (not the volumes' entries that point at them).
   std::set<std::string> Claims() {
     std::set<std::string> out;
     std::error_code ec;
     for (const auto& e :
          std::filesystem::directory_iterator(fs_root() + "/.lustre-csi-projects", ec)) {
-      out.insert(e.path().filename());
+      if (e.path().filename() != "by-volume") out.insert(e.path().filename());
     }
     return out;
   }
@@ -270,6 +271,8 @@ TEST_P(QuotaLifecycleE2eTest, CreatePublishStatsExpandDelete) {
   EXPECT_NE(access(dir.c_str(), F_OK), 0);
   EXPECT_EQ(QuotaOf(id), "0 0");
   EXPECT_TRUE(Claims().empty());
+  EXPECT_TRUE(std::filesystem::is_empty(fs_root() + "/.lustre-csi-projects/by-volume"))
+      << "the volume's entry stayed";
   EXPECT_TRUE(Delete(socket, volume.volume_id()).ok());
   EXPECT_EQ(Expand(socket, volume.volume_id(), 12 * kGiB, &expanded).error_code(),
             grpc::StatusCode::NOT_FOUND);

@@ -195,52 +195,36 @@ absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeA
   std::optional<uint32_t> project;
   absl::Status status = backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
                                                                const std::string& fs_root) {
-    if (!prov.quota && !prov.has_layout()) {
-      return volume::CreateOwnedDir(sys, fs_root, *sub_dir, options, owner);
+    // The project ID first (the one the volume holds, after a retry or a
+    // restart), so the marker can record it.
+    std::optional<ProjectClaim> claim;
+    if (prov.quota) {
+      ASSIGN_OR_RETURN(claim, ClaimProjectId(sys, fs_root, options_.project_ids, args.name));
+      project = claim->id;
+      owner.project = claim->id;
     }
-    // The directory may be there for this volume already (a retry, or a
-    // controller that stopped midway): its marker names its project.
-    absl::StatusOr<std::optional<volume::DirOwner>> before =
-        volume::ReadDirOwner(sys, fs_root, *sub_dir);
-    bool fresh = absl::IsNotFound(before.status());
-    if (!fresh && !before.ok()) return before.status();
-    std::optional<uint32_t> claimed;
-    if (fresh && prov.quota) {
-      ASSIGN_OR_RETURN(uint32_t id, ClaimProjectId(sys, fs_root, options_.project_ids, args.name));
-      claimed = id;
-      owner.project = id;
+    auto give_back_claim = [&] {
+      if (!claim.has_value() || !claim->made) return;
+      absl::Status released = ReleaseProjectId(sys, fs_root, args.name);
+      if (!released.ok()) LOG(ERROR) << "freeing project ID " << claim->id << ": " << released;
+    };
+    bool made = false;
+    absl::Status created = volume::CreateOwnedDir(sys, fs_root, *sub_dir, options, owner, &made);
+    if (!created.ok()) {
+      give_back_claim();
+      return created;
     }
-    absl::Status made = volume::CreateOwnedDir(sys, fs_root, *sub_dir, options, owner);
-    if (made.ok()) {
-      // The marker decides: a twin of this call may have made the directory
-      // first, with its claim.
-      absl::StatusOr<std::optional<volume::DirOwner>> marked =
-          volume::ReadDirOwner(sys, fs_root, *sub_dir);
-      if (marked.ok() && marked->has_value()) project = (*marked)->project;
-      if (!marked.ok()) made = marked.status();
-    }
-    if (claimed.has_value() && (!made.ok() || project != claimed)) {
-      absl::Status released = ReleaseProjectId(sys, fs_root, *claimed, args.name);
-      if (!released.ok()) LOG(ERROR) << "freeing project ID " << *claimed << ": " << released;
-      fresh = fresh && made.ok() && project.has_value();
-    }
-    if (!made.ok()) return made;
-    if (prov.quota && !project.has_value()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("sub-dir ", *sub_dir, " of volume ", args.name,
-                       " exists without a project ID: it was made without ", kParamSubDirQuota));
-    }
+    if (!prov.quota && !prov.has_layout()) return absl::OkStatus();
     absl::Status applied = ApplyCapacityAndLayout(sys, fs_root, *sub_dir, prov, project, capacity);
-    if (applied.ok() || !fresh) return applied;
-    // Nothing half-done: the directory made here, and its project, go.
+    // Nothing half-done: what this call made goes again; what it found (a
+    // retry's, or a twin call's on another controller) stays for the retry.
+    if (applied.ok() || !made) return applied;
     absl::Status undo = sys.RemoveTreeBeneath(fs_root, *sub_dir, volume::kMaxOwnedDirDepth);
-    if (undo.ok() && project.has_value()) {
-      // Whatever limit was set goes with it (the next holder sets its own).
-      absl::Status cleared = options_.lfs->SetProjectQuota(fs_root, *project, {});
-      if (!cleared.ok()) LOG(WARNING) << "clearing project " << *project << ": " << cleared;
-      undo = ReleaseProjectId(sys, fs_root, *project, args.name);
+    if (!undo.ok()) {
+      LOG(ERROR) << "taking back sub-dir " << *sub_dir << ": " << undo;
+    } else {
+      give_back_claim();
     }
-    if (!undo.ok()) LOG(ERROR) << "taking back sub-dir " << *sub_dir << ": " << undo;
     return applied;
   });
   if (!status.ok()) return status;
@@ -277,18 +261,20 @@ absl::Status ControllerLogic::ApplyCapacityAndLayout(volume::Syscalls& sys, cons
 }
 
 absl::Status ControllerLogic::FreeProject(volume::Syscalls& sys, const std::string& root,
-                                          uint32_t id, const std::string& volume) {
+                                          const std::string& volume) {
+  ASSIGN_OR_RETURN(std::optional<uint32_t> id, FindProjectClaim(sys, root, volume));
+  if (!id.has_value()) return absl::OkStatus();
   if (options_.lfs != nullptr) {
-    absl::Status cleared = options_.lfs->SetProjectQuota(root, id, {});
+    absl::Status cleared = options_.lfs->SetProjectQuota(root, *id, {});
     if (!cleared.ok()) {
-      return volume::Annotate(cleared, absl::StrCat("clearing the quota of project ", id));
+      return volume::Annotate(cleared, absl::StrCat("clearing the quota of project ", *id));
     }
   } else {
-    LOG(WARNING) << "project " << id << " of volume " << volume
+    LOG(WARNING) << "project " << *id << " of volume " << volume
                  << ": no lfs here to clear its quota; the next volume given the ID sets its own";
   }
-  RETURN_IF_ERROR(ReleaseProjectId(sys, root, id, volume));
-  LOG(INFO) << "volume " << volume << ": project ID " << id << " freed";
+  RETURN_IF_ERROR(ReleaseProjectId(sys, root, volume));
+  LOG(INFO) << "volume " << volume << ": project ID " << *id << " freed";
   return absl::OkStatus();
 }
 
@@ -324,25 +310,19 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   if (backend_ != nullptr && !id->sub_dir.empty() && !absl::StrContains(id->sub_dir, "${")) {
     LustreSource root{id->mgs_address, id->fs_name, ""};
     bool removed = false;
-    absl::Status status = backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
-                                                                 const std::string& fs_root) {
-      absl::StatusOr<std::optional<volume::DirOwner>> owner =
-          volume::ReadDirOwner(sys, fs_root, id->sub_dir);
-      if (absl::IsNotFound(owner.status())) {
-        // Gone already (a retry after it went): a project it held goes too.
-        ASSIGN_OR_RETURN(std::optional<uint32_t> left, FindProjectClaim(sys, fs_root, id->name));
-        if (left.has_value()) return FreeProject(sys, fs_root, *left, id->name);
-        return absl::OkStatus();
-      }
-      if (!owner.ok()) return owner.status();
-      std::optional<uint32_t> project;
-      if (owner->has_value() && (*owner)->volume == id->name) project = (*owner)->project;
-      ASSIGN_OR_RETURN(bool released, volume::ReleaseOwnedDir(sys, fs_root, id->sub_dir, id->name));
-      removed = released;
-      // Its files are gone: the ID can be another volume's.
-      if (released && project.has_value()) return FreeProject(sys, fs_root, *project, id->name);
-      return absl::OkStatus();
-    });
+    absl::Status status =
+        backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys, const std::string& fs_root) {
+          absl::StatusOr<bool> released =
+              volume::ReleaseOwnedDir(sys, fs_root, id->sub_dir, id->name);
+          if (!released.ok()) return released.status();
+          removed = *released;
+          // Once its files are gone (now, or before a retry), the project the
+          // volume holds (as the claims say, never a marker) can be another's.
+          if (removed || absl::IsNotFound(sys.StatBeneath(fs_root, id->sub_dir).status())) {
+            return FreeProject(sys, fs_root, id->name);
+          }
+          return absl::OkStatus();
+        });
     if (!status.ok()) {
       return volume::Annotate(status, absl::StrCat("releasing sub-dir ", id->sub_dir));
     }
@@ -393,17 +373,17 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
   bool missing = false;
   absl::Status status = backend_->WithFileSystemRoot(
       {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
-        absl::StatusOr<std::optional<volume::DirOwner>> owner =
-            volume::ReadDirOwner(sys, root, id->sub_dir);
-        if (absl::IsNotFound(owner.status())) {
+        absl::Status there = sys.StatBeneath(root, id->sub_dir).status();
+        if (absl::IsNotFound(there)) {
           missing = true;
           return absl::OkStatus();
         }
-        if (!owner.ok()) return owner.status();
-        if (!owner->has_value() || (*owner)->volume != id->name || !(*owner)->project) {
-          return absl::OkStatus();
-        }
-        const uint32_t project = *(*owner)->project;
+        if (!there.ok()) return there;
+        // The claims decide whether the volume has a quota, never a marker
+        // in the volume's own directory (a pod can write there).
+        ASSIGN_OR_RETURN(std::optional<uint32_t> held, FindProjectClaim(sys, root, id->name));
+        if (!held.has_value()) return absl::OkStatus();
+        const uint32_t project = *held;
         if (options_.lfs == nullptr) {
           return absl::FailedPreconditionError(
               absl::StrCat("volume ", volume_id, " has a project quota (project ", project,
@@ -413,6 +393,11 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
         ASSIGN_OR_RETURN(int64_t want, QuotaCapacity(required_bytes, limit_bytes));
         ASSIGN_OR_RETURN(RecordedLimits recorded, ReadRecordedLimits(sys, root, project));
         if (recorded.bytes >= static_cast<uint64_t>(want)) {
+          if (limit_bytes > 0 && recorded.bytes > static_cast<uint64_t>(limit_bytes)) {
+            return absl::OutOfRangeError(absl::StrCat("volume ", volume_id, " is ", recorded.bytes,
+                                                      " bytes already, above ", "limit_bytes ",
+                                                      limit_bytes, "; a quota is never lowered"));
+          }
           enforced = ExpandedVolume{static_cast<int64_t>(recorded.bytes)};
           return absl::OkStatus();
         }

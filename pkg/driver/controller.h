@@ -122,8 +122,9 @@ class ControllerLogic {
   absl::Status ApplyCapacityAndLayout(volume::Syscalls& sys, const std::string& root,
                                       const std::string& sub_dir, const SubDirProvisioning& prov,
                                       std::optional<uint32_t> project, int64_t capacity);
-  // Clears and frees the project of `volume` (name) after its sub-dir went.
-  absl::Status FreeProject(volume::Syscalls& sys, const std::string& root, uint32_t id,
+  // Clears the quota of the project `volume` (name) holds and frees it,
+  // once its sub-dir is gone; none held: OK.
+  absl::Status FreeProject(volume::Syscalls& sys, const std::string& root,
                            const std::string& volume);
 
   MountBackend* const backend_;

@@ -299,6 +299,8 @@ class QuotaControllerTest : public testing::Test {
     return (*owner)->project;
   }
 
+  bool WriteData(const std::string& path) { return sys_.AddFile(path, 0644, "data").ok(); }
+
   static constexpr char kRoot[] = "/fs";
   volume::FakeSyscalls sys_;
   DirBackend backend_{&sys_, kRoot};
@@ -448,6 +450,52 @@ TEST_F(QuotaControllerTest, AFailedClearIsFinishedByTheRetryOfDelete) {
   ASSERT_TRUE(Logic({600, 600}).Delete(v->volume_id).ok());
   EXPECT_TRUE(lfs_.LimitedProjects().empty());
   EXPECT_TRUE(Logic({600, 600}).Create(QuotaArgs("pvc-s", kGiB)).ok());
+}
+
+// A call that found the directory made (a retry, or a twin call on another
+// controller that made it and answered OK) never takes it back when its own
+// tool calls fail: only what a call made is undone.
+TEST_F(QuotaControllerTest, AFailureOfACallThatFoundTheVolumeTakesNothingBack) {
+  absl::StatusOr<CreatedVolume> v = Logic({300, 300}).Create(QuotaArgs("pvc-t", kGiB));
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_TRUE(WriteData("/fs/volumes/pvc-t/data"));
+  lfs_.FailOp("setquota", absl::FailedPreconditionError("Operation not permitted"));
+  EXPECT_EQ(Logic({300, 300}).Create(QuotaArgs("pvc-t", kGiB)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  lfs_.FailOp("setquota", absl::OkStatus());
+  EXPECT_TRUE(sys_.Stat("/fs/volumes/pvc-t/data").ok()) << "the volume's data went";
+  EXPECT_EQ(MarkedProject("pvc-t"), 300u);
+  EXPECT_EQ(Logic({300, 300}).Create(QuotaArgs("pvc-u", kGiB)).status().code(),
+            absl::StatusCode::kResourceExhausted)
+      << "the volume's ID was given away";
+}
+
+// The marker is in the volume's own directory, where a pod may write: the
+// project a delete clears and an expansion raises is the one the claims say
+// the volume holds, never the marker's.
+TEST_F(QuotaControllerTest, AForgedMarkerCannotReachAnotherVolumesProject) {
+  absl::StatusOr<CreatedVolume> victim = Logic({400, 401}).Create(QuotaArgs("pvc-v", kGiB));
+  absl::StatusOr<CreatedVolume> tenant = Logic({400, 401}).Create(QuotaArgs("pvc-w", kGiB));
+  ASSERT_TRUE(victim.ok() && tenant.ok());
+  uint32_t victim_id = *MarkedProject("pvc-v");
+  uint32_t tenant_id = *MarkedProject("pvc-w");
+  ASSERT_NE(victim_id, tenant_id);
+  // The tenant rewrites its marker to name the victim's project.
+  const std::string marker = std::string("volumes/pvc-w/") + volume::kOwnerMarkerName;
+  ASSERT_TRUE(sys_.RemoveTreeBeneath(kRoot, "volumes/pvc-w", 4).ok());
+  ASSERT_TRUE(sys_.AddDir("/fs/volumes/pvc-w").ok());
+  ASSERT_TRUE(
+      sys_.AddFile("/fs/" + marker, 0444,
+                   absl::StrCat("volume=pvc-w\non-delete=delete\nproject=", victim_id, "\n"))
+          .ok());
+  EXPECT_EQ(Logic({400, 401}).Expand(tenant->volume_id, 5 * kGiB, 0)->capacity_bytes, 5 * kGiB);
+  EXPECT_EQ(lfs_.LimitsOf(victim_id).block_kib, static_cast<uint64_t>(kGiB / kKiB));
+  EXPECT_EQ(lfs_.LimitsOf(tenant_id).block_kib, static_cast<uint64_t>(5 * kGiB / kKiB));
+  ASSERT_TRUE(Logic({400, 401}).Delete(tenant->volume_id).ok());
+  EXPECT_EQ(lfs_.LimitsOf(victim_id).block_kib, static_cast<uint64_t>(kGiB / kKiB))
+      << "the victim's quota was cleared";
+  EXPECT_EQ(lfs_.LimitsOf(tenant_id).block_kib, 0u);
+  EXPECT_EQ(MarkedProject("pvc-v"), victim_id);
 }
 
 TEST_F(QuotaControllerTest, WithoutTheHostsLfsQuotaAndLayoutAreAPrecondition) {

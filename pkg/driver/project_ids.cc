@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,8 +16,13 @@ namespace lustre_csi::driver {
 namespace {
 
 constexpr uint32_t kMaxProjectId = 4294967294u;
+// Taken IDs tried one by one before the free ones are found from a listing.
+constexpr int kProbeLimit = 64;
 
 std::string ClaimPath(uint32_t id) { return absl::StrCat(kProjectClaimDir, "/", id); }
+std::string IndexPath(const std::string& volume) {
+  return absl::StrCat(kProjectClaimDir, "/by-volume/", volume::Sha256Hex(volume));
+}
 
 // Where a volume's search starts: spread over the range by its name, the
 // same on every controller.
@@ -24,6 +30,30 @@ uint64_t StartOffset(const std::string& volume, uint64_t size) {
   uint64_t h = 0;
   absl::SimpleHexAtoi(volume::Sha256Hex(volume).substr(0, 15), &h);
   return h % size;
+}
+
+// Whether the claim of `id` names `volume`.
+absl::StatusOr<bool> ClaimIsOf(volume::Syscalls& sys, const std::string& root, uint32_t id,
+                               const std::string& volume) {
+  absl::StatusOr<std::optional<volume::DirOwner>> owner =
+      volume::ReadDirOwner(sys, root, ClaimPath(id));
+  if (absl::IsNotFound(owner.status())) return false;
+  if (!owner.ok()) return owner.status();
+  return owner->has_value() && (*owner)->volume == volume;
+}
+
+// Tries to claim `id` for `volume`: OK when made now or already its own
+// (`made` says which); ALREADY_EXISTS when taken by another, or unreadable.
+absl::Status TryClaim(volume::Syscalls& sys, const std::string& root, uint32_t id,
+                      const std::string& volume, bool* made) {
+  volume::OwnedDirOptions options;
+  options.mode = 0755;
+  absl::Status claimed =
+      volume::CreateOwnedDir(sys, root, ClaimPath(id), options, {volume, true, ""}, made);
+  // A claim whose marker cannot be read (a controller stopped while writing
+  // it) may be in use: taken.
+  if (absl::IsDataLoss(claimed)) return absl::AlreadyExistsError(claimed.message());
+  return claimed;
 }
 
 }  // namespace
@@ -41,49 +71,104 @@ absl::StatusOr<ProjectIdRange> ParseProjectIdRange(absl::string_view text) {
   return range;
 }
 
-absl::StatusOr<uint32_t> ClaimProjectId(volume::Syscalls& sys, const std::string& root,
-                                        const ProjectIdRange& range, const std::string& volume) {
-  const uint64_t size = uint64_t{range.last} - range.first + 1;
-  const uint64_t start = StartOffset(volume, size);
-  volume::OwnedDirOptions options;
-  options.mode = 0755;
-  volume::DirOwner owner{volume, /*delete_on_release=*/true, /*request=*/""};
-  for (uint64_t i = 0; i < size; ++i) {
-    uint32_t id = static_cast<uint32_t>(range.first + (start + i) % size);
-    absl::Status claimed = volume::CreateOwnedDir(sys, root, ClaimPath(id), options, owner);
-    if (claimed.ok()) return id;  // made now, or ours already
-    if (!absl::IsAlreadyExists(claimed)) {
-      return volume::Annotate(claimed, absl::StrCat("claiming project ID ", id));
-    }
-  }
-  return absl::ResourceExhaustedError(
-      absl::StrCat("every project ID of ", range.first, "-", range.last, " is claimed (", root, "/",
-                   kProjectClaimDir, "): widen --project-id-range, or delete volumes"));
-}
-
-absl::Status ReleaseProjectId(volume::Syscalls& sys, const std::string& root, uint32_t id,
-                              const std::string& volume) {
-  return volume::ReleaseOwnedDir(sys, root, ClaimPath(id), volume).status();
-}
-
 absl::StatusOr<std::optional<uint32_t>> FindProjectClaim(volume::Syscalls& sys,
                                                          const std::string& root,
                                                          const std::string& volume) {
-  absl::StatusOr<volume::FileInfo> dir = sys.StatBeneath(root, kProjectClaimDir);
-  if (absl::IsNotFound(dir.status())) return std::optional<uint32_t>();
-  if (!dir.ok()) return dir.status();
-  ASSIGN_OR_RETURN(std::vector<std::string> names,
-                   sys.ListDir(absl::StrCat(root, "/", kProjectClaimDir)));
-  for (const std::string& name : names) {
-    uint32_t id = 0;
-    if (!absl::SimpleAtoi(name, &id)) continue;
-    absl::StatusOr<std::optional<volume::DirOwner>> owner =
-        volume::ReadDirOwner(sys, root, ClaimPath(id));
-    if (owner.ok() && owner->has_value() && (*owner)->volume == volume) {
-      return std::optional<uint32_t>(id);
+  absl::StatusOr<std::optional<volume::DirOwner>> index =
+      volume::ReadDirOwner(sys, root, IndexPath(volume));
+  if (absl::IsNotFound(index.status())) return std::optional<uint32_t>();
+  if (!index.ok()) return volume::Annotate(index.status(), "the volume's project entry");
+  if (!index->has_value() || (*index)->volume != volume || !(*index)->project.has_value()) {
+    return absl::DataLossError(absl::StrCat(root, "/", IndexPath(volume), " does not name volume ",
+                                            volume, " and a project"));
+  }
+  const uint32_t id = *(*index)->project;
+  ASSIGN_OR_RETURN(bool ours, ClaimIsOf(sys, root, id, volume));
+  if (ours) return std::optional<uint32_t>(id);
+  // The claim went and the entry stayed: the entry goes too.
+  RETURN_IF_ERROR(volume::ReleaseOwnedDir(sys, root, IndexPath(volume), volume).status());
+  return std::optional<uint32_t>();
+}
+
+absl::StatusOr<ProjectClaim> ClaimProjectId(volume::Syscalls& sys, const std::string& root,
+                                            const ProjectIdRange& range,
+                                            const std::string& volume) {
+  ASSIGN_OR_RETURN(std::optional<uint32_t> held, FindProjectClaim(sys, root, volume));
+  if (held.has_value()) return ProjectClaim{*held, false};
+
+  const uint64_t size = uint64_t{range.last} - range.first + 1;
+  const uint64_t start = StartOffset(volume, size);
+  std::optional<uint32_t> id;
+  bool made = false;
+  auto try_id = [&](uint32_t candidate) -> absl::StatusOr<bool> {
+    absl::Status claimed = TryClaim(sys, root, candidate, volume, &made);
+    if (claimed.ok()) return true;
+    if (absl::IsAlreadyExists(claimed)) return false;
+    return volume::Annotate(claimed, absl::StrCat("claiming project ID ", candidate));
+  };
+  uint64_t tried = 0;
+  for (; tried < size && tried < kProbeLimit && !id.has_value(); ++tried) {
+    uint32_t candidate = static_cast<uint32_t>(range.first + (start + tried) % size);
+    ASSIGN_OR_RETURN(bool got, try_id(candidate));
+    if (got) id = candidate;
+  }
+  if (!id.has_value() && tried < size) {
+    // Crowded: the IDs claimed now, from one listing; the others are tried.
+    ASSIGN_OR_RETURN(std::vector<std::string> names,
+                     sys.ListDir(absl::StrCat(root, "/", kProjectClaimDir)));
+    absl::flat_hash_set<uint32_t> taken;
+    for (const std::string& name : names) {
+      uint32_t n = 0;
+      if (absl::SimpleAtoi(name, &n)) taken.insert(n);
+    }
+    for (; tried < size && !id.has_value(); ++tried) {
+      uint32_t candidate = static_cast<uint32_t>(range.first + (start + tried) % size);
+      if (taken.contains(candidate)) continue;
+      ASSIGN_OR_RETURN(bool got, try_id(candidate));
+      if (got) id = candidate;
     }
   }
-  return std::optional<uint32_t>();
+  if (!id.has_value()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("every project ID of ", range.first, "-", range.last, " is claimed (", root,
+                     "/", kProjectClaimDir, "): widen --project-id-range, or delete volumes"));
+  }
+  // Which ID the volume holds; a twin call may have recorded another first.
+  volume::DirOwner entry{volume, true, ""};
+  entry.project = *id;
+  volume::OwnedDirOptions options;
+  options.mode = 0755;
+  bool indexed = false;
+  absl::Status recorded =
+      volume::CreateOwnedDir(sys, root, IndexPath(volume), options, entry, &indexed);
+  if (recorded.ok() && !indexed) {
+    ASSIGN_OR_RETURN(std::optional<uint32_t> other, FindProjectClaim(sys, root, volume));
+    if (other.has_value() && *other != *id) {
+      if (made) {
+        absl::Status undo = volume::ReleaseOwnedDir(sys, root, ClaimPath(*id), volume).status();
+        if (!undo.ok()) return undo;
+      }
+      return ProjectClaim{*other, false};
+    }
+  }
+  if (!recorded.ok()) {
+    if (made) volume::ReleaseOwnedDir(sys, root, ClaimPath(*id), volume).IgnoreError();
+    return volume::Annotate(recorded, absl::StrCat("recording project ID ", *id, " of ", volume));
+  }
+  return ProjectClaim{*id, indexed};
+}
+
+absl::Status ReleaseProjectId(volume::Syscalls& sys, const std::string& root,
+                              const std::string& volume) {
+  absl::StatusOr<std::optional<volume::DirOwner>> index =
+      volume::ReadDirOwner(sys, root, IndexPath(volume));
+  if (absl::IsNotFound(index.status())) return absl::OkStatus();
+  if (!index.ok()) return index.status();
+  if (index->has_value() && (*index)->volume == volume && (*index)->project.has_value()) {
+    RETURN_IF_ERROR(
+        volume::ReleaseOwnedDir(sys, root, ClaimPath(*(*index)->project), volume).status());
+  }
+  return volume::ReleaseOwnedDir(sys, root, IndexPath(volume), volume).status();
 }
 
 absl::Status RecordLimits(volume::Syscalls& sys, const std::string& root, uint32_t id,

@@ -1,11 +1,17 @@
 // Project IDs for provisioned sub-dirs, claimed on the file system itself so
 // that no two live volumes share one, whichever controller (or how many at
-// once) hands them out: a claim is a directory
-// <root>/.lustre-csi-projects/<id> made with mkdir(2), which only one caller
-// can make, carrying an owner marker (volume/owned_dir.h) that names the
-// volume. A claim also records the limits set on the project, as entries
-// "limit-<bytes>-<inodes>" (the largest wins), so an expansion knows the
-// size a volume already has after any restart. Stateless and thread-safe;
+// once) hands them out. Under <root>/.lustre-csi-projects/:
+//   <id>                    the claim of an ID: made with mkdir(2), which only
+//                           one caller can make, with an owner marker
+//                           (volume/owned_dir.h) naming the volume; it also
+//                           records the limits set on the project, as entries
+//                           "limit-<bytes>-<inodes>" (the largest wins), so an
+//                           expansion knows a volume's size after any restart;
+//   by-volume/<sha256(name)> which ID a volume holds (marker: volume, project),
+//                           so a volume's ID is found in one lookup, and only
+//                           through what the controller wrote (never from a
+//                           directory a pod can write to).
+// Nothing here is in a volume's own directory. Stateless and thread-safe;
 // every path is resolved beneath the root.
 #ifndef LUSTRE_CSI_PKG_DRIVER_PROJECT_IDS_H_
 #define LUSTRE_CSI_PKG_DRIVER_PROJECT_IDS_H_
@@ -33,23 +39,33 @@ inline constexpr ProjectIdRange kDefaultProjectIds = {1000000, 1999999};
 // "<first>-<last>"; INVALID_ARGUMENT unless 1 <= first <= last <= 4294967294.
 absl::StatusOr<ProjectIdRange> ParseProjectIdRange(absl::string_view text);
 
-// Claims an ID of `range` for `volume` on the file system whose root is
-// `root`. Tries IDs from one derived from the volume's name on, so a retry
-// finds the claim it already made (then OK with it). RESOURCE_EXHAUSTED when
-// every ID of the range is claimed.
-absl::StatusOr<uint32_t> ClaimProjectId(volume::Syscalls& sys, const std::string& root,
-                                        const ProjectIdRange& range, const std::string& volume);
+struct ProjectClaim {
+  uint32_t id = 0;
+  // Whether this call made the volume's claim (only such a call may take it
+  // back when what follows fails; a twin call that found it may not).
+  bool made = false;
+};
 
-// Gives up `volume`'s claim on `id` (and its recorded limits). A claim of
-// another volume, or none: OK, nothing changed.
-absl::Status ReleaseProjectId(volume::Syscalls& sys, const std::string& root, uint32_t id,
-                              const std::string& volume);
+// The ID `volume` holds on the file system whose root is `root`, or a new
+// one of `range`: tried from an ID derived from the volume's name on (so a
+// retry after a crash finds the claim it made), skipping claims of others
+// and claims that cannot be read; after 64 taken IDs, the free ones are
+// found from one listing. RESOURCE_EXHAUSTED when every ID of the range is
+// claimed.
+absl::StatusOr<ProjectClaim> ClaimProjectId(volume::Syscalls& sys, const std::string& root,
+                                            const ProjectIdRange& range, const std::string& volume);
 
-// The ID `volume` holds a claim on, by reading every claim (for the rare
-// case where nothing else names it); nullopt when none.
+// The ID `volume` holds (its claim checked to name it); nullopt when none. A
+// by-volume entry whose claim is gone (a release that stopped halfway) is
+// removed.
 absl::StatusOr<std::optional<uint32_t>> FindProjectClaim(volume::Syscalls& sys,
                                                          const std::string& root,
                                                          const std::string& volume);
+
+// Gives up the ID `volume` holds (its claim with the recorded limits, then
+// the by-volume entry). None: OK. Never touches another volume's claim.
+absl::Status ReleaseProjectId(volume::Syscalls& sys, const std::string& root,
+                              const std::string& volume);
 
 struct RecordedLimits {
   uint64_t bytes = 0;  // 0: none recorded

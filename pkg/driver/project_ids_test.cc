@@ -33,78 +33,112 @@ TEST(ProjectIdRangeTest, EdgesOfLustresIds) {
 
 class ProjectIdsTest : public testing::Test {
  protected:
-  void SetUp() override {
-    sys_ = std::make_unique<volume::FakeSyscalls>();
-    root_ = "/fs";
-    ASSERT_TRUE(static_cast<volume::FakeSyscalls*>(sys_.get())->AddDir(root_).ok());
+  void SetUp() override { ASSERT_TRUE(sys_.AddDir(root_).ok()); }
+
+  absl::StatusOr<ProjectClaim> Claim(const std::string& volume, ProjectIdRange range = {100, 199}) {
+    return ClaimProjectId(sys_, root_, range, volume);
+  }
+  std::optional<uint32_t> Held(const std::string& volume) {
+    absl::StatusOr<std::optional<uint32_t>> found = FindProjectClaim(sys_, root_, volume);
+    EXPECT_TRUE(found.ok()) << found.status();
+    return found.ok() ? *found : std::nullopt;
+  }
+  void Take(uint32_t id, const std::string& volume) {
+    ASSERT_TRUE(volume::CreateOwnedDir(sys_, root_, absl::StrCat(kProjectClaimDir, "/", id), {},
+                                       {volume, true, ""})
+                    .ok());
   }
 
-  absl::StatusOr<uint32_t> Claim(const std::string& volume, ProjectIdRange range = {100, 199}) {
-    return ClaimProjectId(*sys_, root_, range, volume);
-  }
-
-  std::unique_ptr<volume::Syscalls> sys_;
-  std::string root_;
+  volume::FakeSyscalls sys_;
+  const std::string root_ = "/fs";
 };
 
 TEST_F(ProjectIdsTest, AClaimIsTheVolumesAndARetryFindsIt) {
-  absl::StatusOr<uint32_t> id = Claim("pvc-a");
-  ASSERT_TRUE(id.ok()) << id.status();
-  EXPECT_GE(*id, 100u);
-  EXPECT_LE(*id, 199u);
-  absl::StatusOr<uint32_t> again = Claim("pvc-a");
+  absl::StatusOr<ProjectClaim> claim = Claim("pvc-a");
+  ASSERT_TRUE(claim.ok()) << claim.status();
+  EXPECT_TRUE(claim->made);
+  EXPECT_GE(claim->id, 100u);
+  EXPECT_LE(claim->id, 199u);
+  absl::StatusOr<ProjectClaim> again = Claim("pvc-a");
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(*again, *id);
+  EXPECT_EQ(again->id, claim->id);
+  EXPECT_FALSE(again->made);  // found, not made: not this call's to take back
   absl::StatusOr<std::optional<volume::DirOwner>> owner =
-      volume::ReadDirOwner(*sys_, root_, absl::StrCat(kProjectClaimDir, "/", *id));
+      volume::ReadDirOwner(sys_, root_, absl::StrCat(kProjectClaimDir, "/", claim->id));
   ASSERT_TRUE(owner.ok() && owner->has_value()) << owner.status();
   EXPECT_EQ((*owner)->volume, "pvc-a");
-  absl::StatusOr<std::optional<uint32_t>> found = FindProjectClaim(*sys_, root_, "pvc-a");
-  ASSERT_TRUE(found.ok());
-  EXPECT_EQ(*found, *id);
-  EXPECT_FALSE(FindProjectClaim(*sys_, root_, "pvc-none")->has_value());
+  EXPECT_EQ(Held("pvc-a"), claim->id);
+  EXPECT_FALSE(Held("pvc-none").has_value());
 }
 
 TEST_F(ProjectIdsTest, VolumesNeverShareAnIdAndARangeRunsOut) {
   std::set<uint32_t> seen;
   for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<uint32_t> id = Claim(absl::StrCat("pvc-", i), {4294967292u, 4294967294u});
-    ASSERT_TRUE(id.ok()) << id.status();
-    EXPECT_TRUE(seen.insert(*id).second) << *id << " handed out twice";
+    absl::StatusOr<ProjectClaim> c = Claim(absl::StrCat("pvc-", i), {4294967292u, 4294967294u});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(seen.insert(c->id).second) << c->id << " handed out twice";
   }
   EXPECT_EQ(seen, (std::set<uint32_t>{4294967292u, 4294967293u, 4294967294u}));
-  absl::StatusOr<uint32_t> full = Claim("pvc-3", {4294967292u, 4294967294u});
+  absl::StatusOr<ProjectClaim> full = Claim("pvc-3", {4294967292u, 4294967294u});
   EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(full.status().message(), HasSubstr("--project-id-range"));
 
-  // Released, the ID is free for another volume; someone else's release of
-  // it changes nothing.
-  uint32_t freed = *seen.begin();
-  std::string holder;
-  for (int i = 0; i < 3; ++i) {
-    std::string v = absl::StrCat("pvc-", i);
-    if (*FindProjectClaim(*sys_, root_, v) == freed) holder = v;
-  }
-  ASSERT_FALSE(holder.empty());
-  ASSERT_TRUE(ReleaseProjectId(*sys_, root_, freed, "pvc-other").ok());
+  // Released, the ID is free for another volume; a release by a volume that
+  // holds none changes nothing.
+  uint32_t freed = *Held("pvc-1");
+  ASSERT_TRUE(ReleaseProjectId(sys_, root_, "pvc-other").ok());
   EXPECT_EQ(Claim("pvc-3", {4294967292u, 4294967294u}).status().code(),
             absl::StatusCode::kResourceExhausted);
-  ASSERT_TRUE(ReleaseProjectId(*sys_, root_, freed, holder).ok());
-  absl::StatusOr<uint32_t> reused = Claim("pvc-3", {4294967292u, 4294967294u});
+  ASSERT_TRUE(ReleaseProjectId(sys_, root_, "pvc-1").ok());
+  EXPECT_FALSE(Held("pvc-1").has_value());
+  absl::StatusOr<ProjectClaim> reused = Claim("pvc-3", {4294967292u, 4294967294u});
   ASSERT_TRUE(reused.ok()) << reused.status();
-  EXPECT_EQ(*reused, freed);
+  EXPECT_EQ(reused->id, freed);
 }
 
-// An unmarked claim (a controller that died between mkdir and marker) is
-// never taken: it may be in use.
-TEST_F(ProjectIdsTest, AnUnmarkedClaimIsSkipped) {
-  ASSERT_TRUE(sys_->MkdirBeneath(root_, kProjectClaimDir, 0755).ok());
-  for (uint32_t id = 10; id <= 11; ++id) {
-    ASSERT_TRUE(sys_->MkdirBeneath(root_, absl::StrCat(kProjectClaimDir, "/", id), 0755).ok());
+// A claim without a marker, or with one that cannot be read (a controller
+// stopped between mkdir and the marker, or while writing it), may be in
+// use: it is skipped, never taken, and does not stop the search.
+TEST_F(ProjectIdsTest, UnmarkedAndUnreadableClaimsAreSkipped) {
+  ASSERT_TRUE(sys_.AddDir(absl::StrCat(root_, "/", kProjectClaimDir, "/10")).ok());
+  ASSERT_TRUE(sys_.AddDir(absl::StrCat(root_, "/", kProjectClaimDir, "/11")).ok());
+  ASSERT_TRUE(
+      sys_.AddFile(absl::StrCat(root_, "/", kProjectClaimDir, "/11/", volume::kOwnerMarkerName),
+                   0444, "")
+          .ok());
+  absl::StatusOr<ProjectClaim> c = Claim("pvc-a", {10, 12});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->id, 12u);
+}
+
+// Past the first 64 taken IDs the free ones come from one listing.
+TEST_F(ProjectIdsTest, ACrowdedRangeStillFindsItsFreeIds) {
+  for (uint32_t id = 1; id <= 300; ++id) {
+    if (id != 17 && id != 250) Take(id, absl::StrCat("other-", id));
   }
-  absl::StatusOr<uint32_t> id = Claim("pvc-a", {10, 12});
-  ASSERT_TRUE(id.ok()) << id.status();
-  EXPECT_EQ(*id, 12u);
+  std::set<uint32_t> got;
+  for (const char* v : {"pvc-a", "pvc-b"}) {
+    absl::StatusOr<ProjectClaim> c = Claim(v, {1, 300});
+    ASSERT_TRUE(c.ok()) << c.status();
+    got.insert(c->id);
+  }
+  EXPECT_EQ(got, (std::set<uint32_t>{17, 250}));
+  EXPECT_EQ(Claim("pvc-c", {1, 300}).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// The volume's entry points at a claim that went (a release that stopped
+// halfway): the entry goes, and the next claim starts afresh.
+TEST_F(ProjectIdsTest, AnEntryWhoseClaimWentIsDropped) {
+  absl::StatusOr<ProjectClaim> c = Claim("pvc-a");
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(
+      volume::ReleaseOwnedDir(sys_, root_, absl::StrCat(kProjectClaimDir, "/", c->id), "pvc-a")
+          .ok());
+  EXPECT_FALSE(Held("pvc-a").has_value());
+  absl::StatusOr<ProjectClaim> again = Claim("pvc-a");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->made);
+  EXPECT_EQ(Held("pvc-a"), again->id);
 }
 
 TEST_F(ProjectIdsTest, ClaimsRacingFromManyThreadsAreDistinct) {
@@ -114,9 +148,9 @@ TEST_F(ProjectIdsTest, ClaimsRacingFromManyThreadsAreDistinct) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kVolumes; ++i) {
     threads.emplace_back([&, i] {
-      absl::StatusOr<uint32_t> id = Claim(absl::StrCat("pvc-", i), {1, kVolumes});
+      absl::StatusOr<ProjectClaim> c = Claim(absl::StrCat("pvc-", i), {1, kVolumes});
       absl::MutexLock l(&mu);
-      ids.push_back(id.ok() ? *id : 0);
+      ids.push_back(c.ok() ? c->id : 0);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -125,21 +159,42 @@ TEST_F(ProjectIdsTest, ClaimsRacingFromManyThreadsAreDistinct) {
   EXPECT_EQ(distinct.count(0), 0u) << "a claim failed";
 }
 
+// Two calls for the same volume at once: one ID, one of them made it.
+TEST_F(ProjectIdsTest, TwinCallsForOneVolumeGetOneId) {
+  std::vector<ProjectClaim> claims(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      absl::StatusOr<ProjectClaim> c = Claim("pvc-twin");
+      claims[i] = c.ok() ? *c : ProjectClaim{};
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int made = 0;
+  for (const ProjectClaim& c : claims) {
+    EXPECT_EQ(c.id, claims[0].id);
+    made += c.made ? 1 : 0;
+  }
+  EXPECT_NE(claims[0].id, 0u);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(Held("pvc-twin"), claims[0].id);
+}
+
 TEST_F(ProjectIdsTest, TheLargestRecordedLimitsWin) {
-  absl::StatusOr<uint32_t> id = Claim("pvc-a");
-  ASSERT_TRUE(id.ok());
-  RecordedLimits none = *ReadRecordedLimits(*sys_, root_, *id);
+  absl::StatusOr<ProjectClaim> c = Claim("pvc-a");
+  ASSERT_TRUE(c.ok());
+  RecordedLimits none = *ReadRecordedLimits(sys_, root_, c->id);
   EXPECT_EQ(none.bytes, 0u);
-  ASSERT_TRUE(RecordLimits(*sys_, root_, *id, {10 << 20, 500}).ok());
-  ASSERT_TRUE(RecordLimits(*sys_, root_, *id, {30 << 20, 500}).ok());
-  ASSERT_TRUE(RecordLimits(*sys_, root_, *id, {20 << 20, 500}).ok());
-  ASSERT_TRUE(RecordLimits(*sys_, root_, *id, {30 << 20, 500}).ok());  // again: OK
-  RecordedLimits got = *ReadRecordedLimits(*sys_, root_, *id);
+  ASSERT_TRUE(RecordLimits(sys_, root_, c->id, {10 << 20, 500}).ok());
+  ASSERT_TRUE(RecordLimits(sys_, root_, c->id, {30 << 20, 500}).ok());
+  ASSERT_TRUE(RecordLimits(sys_, root_, c->id, {20 << 20, 500}).ok());
+  ASSERT_TRUE(RecordLimits(sys_, root_, c->id, {30 << 20, 500}).ok());  // again: OK
+  RecordedLimits got = *ReadRecordedLimits(sys_, root_, c->id);
   EXPECT_EQ(got.bytes, uint64_t{30} << 20);
   EXPECT_EQ(got.inodes, 500u);
   // Released with its records.
-  ASSERT_TRUE(ReleaseProjectId(*sys_, root_, *id, "pvc-a").ok());
-  EXPECT_EQ(ReadRecordedLimits(*sys_, root_, *id).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(ReleaseProjectId(sys_, root_, "pvc-a").ok());
+  EXPECT_EQ(ReadRecordedLimits(sys_, root_, c->id).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

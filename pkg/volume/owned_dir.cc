@@ -79,7 +79,8 @@ absl::StatusOr<std::optional<DirOwner>> ReadMarker(Syscalls& sys, const std::str
 }  // namespace
 
 absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::string& relative,
-                            const OwnedDirOptions& options, const DirOwner& owner) {
+                            const OwnedDirOptions& options, const DirOwner& owner, bool* made_now) {
+  if (made_now != nullptr) *made_now = false;
   RETURN_IF_ERROR(CheckRelative(root, relative));
   // Walk down, creating missing parents; every step is resolved strictly
   // beneath the root, so no symlink or mount can redirect the walk. The
@@ -106,6 +107,7 @@ absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::s
   spec.marker_content = FormatMarker(owner);
   spec.marker_mode = 0444;
   absl::Status made = sys.MakeMarkedDirBeneath(root, clean, spec);
+  if (made.ok() && made_now != nullptr) *made_now = true;
   if (!absl::IsAlreadyExists(made)) return made;
 
   RETURN_IF_ERROR(CheckDir(sys, root, clean));
@@ -141,7 +143,17 @@ absl::StatusOr<bool> ReleaseOwnedDir(Syscalls& sys, const std::string& root,
   if (!owner->has_value() || (*owner)->volume != volume || !(*owner)->delete_on_release) {
     return false;
   }
-  RETURN_IF_ERROR(sys.RemoveTreeBeneath(root, CleanPath(relative), kMaxOwnedDirDepth));
+  // The subdirectories first (where a removal can stop: too deep, an entry
+  // that cannot go), then the directory with its files and the marker.
+  const std::string clean = CleanPath(relative);
+  ASSIGN_OR_RETURN(std::vector<std::string> names, sys.ListDir(absl::StrCat(root, "/", clean)));
+  for (const std::string& name : names) {
+    const std::string child = absl::StrCat(clean, "/", name);
+    absl::StatusOr<FileInfo> info = sys.StatBeneath(root, child);
+    if (!info.ok() || !IsDirectoryMode(info->mode)) continue;  // a file: goes with the directory
+    RETURN_IF_ERROR(sys.RemoveTreeBeneath(root, child, kMaxOwnedDirDepth - 1));
+  }
+  RETURN_IF_ERROR(sys.RemoveTreeBeneath(root, clean, kMaxOwnedDirDepth));
   return true;
 }
 

@@ -48,9 +48,11 @@ struct OwnedDirOptions {
 // set, the directory is removed again (missing parents it made stay). Already created for the same
 // volume with the same request (or where either request is not recorded): OK. Exists otherwise (no
 // marker, another volume's, or the same volume's with another request): ALREADY_EXISTS, nothing
-// changed.
+// changed. `made` (may be null) says whether this call made the directory: only such a call may
+// take it back, not one that found it made for the same volume by another.
 absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::string& relative,
-                            const OwnedDirOptions& options, const DirOwner& owner);
+                            const OwnedDirOptions& options, const DirOwner& owner,
+                            bool* made = nullptr);
 
 // The owner recorded in `relative`, nullopt when there is no marker;
 // NOT_FOUND when the directory does not exist.
@@ -60,7 +62,9 @@ absl::StatusOr<std::optional<DirOwner>> ReadDirOwner(Syscalls& sys, const std::s
 // Releases `relative` for `volume`: removes the whole directory when its
 // marker names `volume` and says delete; keeps it otherwise (retain, no
 // marker, another owner). A missing directory is OK. Returns whether it was
-// removed.
+// removed. The marker goes last, so a removal that stops halfway (a tree
+// too deep, an entry that cannot go) leaves a directory a retry still
+// knows as the volume's.
 absl::StatusOr<bool> ReleaseOwnedDir(Syscalls& sys, const std::string& root,
                                      const std::string& relative, const std::string& volume);
 

@@ -151,6 +151,33 @@ TEST_P(OwnedDirTest, ReleaseDeletesOnlyWhatTheMarkerAllows) {
   EXPECT_FALSE(*ReleaseOwnedDir(*sys_, root_, "gone", "pvc-4"));  // missing: fine
 }
 
+TEST_P(OwnedDirTest, OnlyTheCallThatMadeADirectorySaysSo) {
+  bool made = false;
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", true}, &made).ok());
+  EXPECT_TRUE(made);
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", true}, &made).ok());
+  EXPECT_FALSE(made);  // found, made for the same volume by another call
+  EXPECT_FALSE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-2", true}, &made).ok());
+  EXPECT_FALSE(made);
+}
+
+// A removal that stops halfway keeps the marker: a retry still knows the
+// directory as the volume's instead of keeping it as nobody's.
+TEST_P(OwnedDirTest, AReleaseThatStopsHalfwayKeepsTheMarker) {
+  ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, {"pvc-1", true}).ok());
+  std::string deep = "vol/a";
+  AddDir(deep);
+  for (int i = 0; i < kMaxOwnedDirDepth + 2; ++i) {
+    deep += "/d";
+    AddDir(deep);
+  }
+  absl::StatusOr<bool> released = ReleaseOwnedDir(*sys_, root_, "vol", "pvc-1");
+  EXPECT_EQ(released.status().code(), absl::StatusCode::kResourceExhausted) << released.status();
+  absl::StatusOr<std::optional<DirOwner>> owner = ReadDirOwner(*sys_, root_, "vol");
+  ASSERT_TRUE(owner.ok() && owner->has_value()) << owner.status();
+  EXPECT_EQ((*owner)->volume, "pvc-1");
+}
+
 TEST_P(OwnedDirTest, SymlinksAndEscapesAreRefused) {
   AddDir("fs");
   AddDir("outside");
