@@ -28,4 +28,20 @@ grep -q "^Driver Version: $version\$" <<<"$yaml" || fail "image does not report 
 
 # The runtime configuration umoci derives from the image starts the binary.
 tr -d ' \t\n' < "$work/bundle/config.json" | grep -q '"args":\["/lustre-csi"\]' || fail "entrypoint is not /lustre-csi"
-echo "image ok"
+
+# The archive names itself as the manifests do, for every loader: podman
+# loads it (its OCI index) as docker.io/library/lustre-csi:<version>, and its
+# Docker manifest.json is the same image (podman's docker-archive reader, as
+# `docker load` reads it; podman itself would call that name localhost/...).
+name=docker.io/library/lustre-csi:$version
+podman=(podman --root "$work/podman" --runroot "$work/podman-run" --storage-driver vfs
+  --cgroup-manager cgroupfs --events-backend none)
+loaded=$("${podman[@]}" load -i "$archive" 2>&1 | sed -n 's/^Loaded image: //p')
+[[ "$loaded" == "$name" ]] || fail "podman load named the image '$loaded', not $name"
+[[ $(jq -r '.[0].RepoTags[0]' "$work/layout/manifest.json") == "lustre-csi:$version" ]] ||
+  fail "manifest.json does not tag lustre-csi:$version"
+oci_id=$("${podman[@]}" image inspect --format '{{.ID}}' "$name")
+docker_id=$("${podman[@]}" pull -q "docker-archive:$archive" 2>/dev/null | tail -n 1)
+[[ "$docker_id" == "$oci_id" ]] || fail "the Docker form is image '$docker_id', the OCI form '$oci_id'"
+chmod -R u+w "$work" 2>/dev/null || true
+echo "image ok (loads as $name)"
