@@ -44,6 +44,11 @@ expect 2 - "unknown verb 'frob'" plugin-manager frob
 expect 1 - 'UNAVAILABLE' plugin-manager plugins --endpoint=unix:///nonexistent/pm.sock
 expect 2 - 'needs --local-root' node --nodeid=n --mount-mode=local
 expect 2 - '--nodeid is required' node
+expect 2 - 'project ID range .0-5. must be' controller --project-id-range=0-5
+expect 2 - 'project ID range .1-4294967295. must be' controller --project-id-range=1-4294967295
+expect 2 - '--lfs must be an absolute path' controller --mount-mode=lustre --lfs=lfs
+expect 0 '--project-id-range=<string>' - controller --help
+expect 2 - 'unknown flag --lfs' node --nodeid=n --lfs=/usr/bin/lfs
 
 # The YAML keys, in order.
 "$bin" --version --yaml | cut -d: -f1 >"$out"
