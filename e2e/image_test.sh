@@ -43,5 +43,34 @@ loaded=$("${podman[@]}" load -i "$archive" 2>&1 | sed -n 's/^Loaded image: //p')
 oci_id=$("${podman[@]}" image inspect --format '{{.ID}}' "$name")
 docker_id=$("${podman[@]}" pull -q "docker-archive:$archive" 2>/dev/null | tail -n 1)
 [[ "$docker_id" == "$oci_id" ]] || fail "the Docker form is image '$docker_id', the OCI form '$oci_id'"
+
+# containerd (the kubelet's runtime) imports it the documented way under the
+# same name: its own daemon, in a private mount namespace, its root and state
+# on a tmpfs there, stopped before the test ends.
+cat >"$work/containerd.sh" <<'SCRIPT'
+set -euo pipefail
+archive=$1 w=$2
+mount --make-rprivate /
+mount -t tmpfs image-test-containerd "$w"
+cat >"$w/config.toml" <<CFG
+version = 2
+root = "$w/root"
+state = "$w/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$w/containerd.sock"
+CFG
+containerd --config "$w/config.toml" >"$w/containerd.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; umount -l "$w"' EXIT
+for _ in $(seq 200); do [[ -S $w/containerd.sock ]] && break; sleep 0.05; done
+ctr --address "$w/containerd.sock" -n k8s.io images import --no-unpack "$archive" >/dev/null
+ctr --address "$w/containerd.sock" -n k8s.io images ls -q
+SCRIPT
+mkdir "$work/containerd"
+imported=$(unshare -m bash "$work/containerd.sh" "$archive" "$work/containerd")
+[[ "$imported" == "$name" ]] || fail "ctr -n k8s.io images import named the image '$imported', not $name"
+pgrep -f "containerd --config $work/containerd" >/dev/null && fail "containerd left running"
+
 chmod -R u+w "$work" 2>/dev/null || true
-echo "image ok (loads as $name)"
+echo "image ok (podman and containerd load it as $name)"
