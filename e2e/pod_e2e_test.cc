@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -237,6 +238,34 @@ TEST_F(PodTest, ManifestRunsTheNodeAgainstTheHostsClient) {
   identity_.reset();
   EXPECT_EQ(container_->Stop(), 0) << container_->Log();
   EXPECT_FALSE(std::filesystem::exists(NodeSocket()));
+}
+
+// The negative control of the suite: the same manifest with the kubelet
+// directory's Bidirectional propagation taken out. The client mount the
+// driver makes in the host's namespace does not reach its view, so the
+// publish fails, says why, and leaves nothing mounted on the host. Were this
+// runtime to get propagation wrong, this test or the one above would fail.
+// (Readiness does not see it: the directories are the same on both sides;
+// only mounts do not cross.)
+TEST_F(PodTest, WithoutBidirectionalPropagationThePublishFails) {
+  std::string yaml = g_base_yaml;
+  const std::string bidirectional = "mountPropagation: Bidirectional";
+  size_t at = yaml.find(bidirectional);
+  ASSERT_NE(at, std::string::npos) << "the base no longer asks for Bidirectional";
+  yaml.replace(at, bidirectional.size(), "mountPropagation: None");
+  ASSERT_EQ(yaml.find(bidirectional), std::string::npos) << "more than one Bidirectional mount";
+  absl::StatusOr<PodSpec> spec =
+      LoadPodSpec(yaml, "DaemonSet", "lustre-csi-node", "lustre-csi", "node-1");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_NO_FATAL_FAILURE(StartNode(*spec));
+  grpc::Status s = Publish("p1", "team-a");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("Bidirectional"));
+  EXPECT_FALSE(IsMountPoint(Target("p1")));
+  EXPECT_THAT(MountsUnder("/var/lib/kubelet/pods"), IsEmpty());
+  node_.reset();
+  identity_.reset();
+  EXPECT_EQ(container_->Stop(), 0) << container_->Log();
 }
 
 TEST_F(PodTest, HostWithoutLustreClientIsNotReadyAndSaysWhy) {
