@@ -241,12 +241,13 @@ TEST_F(PodTest, ManifestRunsTheNodeAgainstTheHostsClient) {
 }
 
 // The negative control of the suite: the same manifest with the kubelet
-// directory's Bidirectional propagation taken out. The client mount the
-// driver makes in the host's namespace does not reach its view, so the
-// publish fails, says why, and leaves nothing mounted on the host. Were this
+// directory's Bidirectional propagation taken out. The node is not ready;
+// the client mount the driver makes in the host's namespace does not reach
+// its view, so a publish fails, says why, and leaves nothing mounted on the
+// host. Were this
 // runtime to get propagation wrong, this test or the one above would fail.
-// (Readiness does not see it: the directories are the same on both sides;
-// only mounts do not cross.)
+// Readiness says so before any publish: the mount holding the client
+// directory is not shared.
 TEST_F(PodTest, WithoutBidirectionalPropagationThePublishFails) {
   std::string yaml = g_base_yaml;
   const std::string bidirectional = "mountPropagation: Bidirectional";
@@ -258,6 +259,11 @@ TEST_F(PodTest, WithoutBidirectionalPropagationThePublishFails) {
       LoadPodSpec(yaml, "DaemonSet", "lustre-csi-node", "lustre-csi", "node-1");
   ASSERT_TRUE(spec.ok()) << spec.status();
   ASSERT_NO_FATAL_FAILURE(StartNode(*spec));
+  // Not ready, and why: the taint stays, no pod is scheduled here.
+  EXPECT_FALSE(Ready());
+  std::string readyz = HttpGet(29635, "/readyz");
+  EXPECT_THAT(readyz, HasSubstr("is not shared")) << readyz;
+  EXPECT_THAT(readyz, HasSubstr("Bidirectional")) << readyz;
   grpc::Status s = Publish("p1", "team-a");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
   EXPECT_THAT(s.error_message(), HasSubstr("Bidirectional"));

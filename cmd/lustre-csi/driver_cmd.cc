@@ -252,6 +252,9 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
       shared.client_dir = FLAGS_lustre_client_dir.empty()
                               ? absl::StrCat(FLAGS_working_mount_dir, "/clients")
                               : FLAGS_lustre_client_dir;
+      // From a container the binds must go out to the host's namespace.
+      absl::StatusOr<bool> own = m.ns->IsOwn();
+      shared.binds_must_propagate = !own.ok() || !*own;
       m.backend =
           driver::NewSharedClientBackend(m.sys.get(), std::move(m.backend), shared, metrics);
     }

@@ -48,8 +48,8 @@ struct LustreSource {
 struct Readiness {
   absl::Status status;  // OK, or FAILED_PRECONDITION saying what to fix
   // A short label for metrics when not ready: "mount-namespace",
-  // "mount-helper", "kernel-module", "working-dir", "bind-mounts" or
-  // "local-root"; empty when ready.
+  // "mount-helper", "kernel-module", "working-dir", "bind-mounts",
+  // "propagation" or "local-root"; empty when ready.
   std::string reason;
 };
 
@@ -122,6 +122,11 @@ struct SharedClientOptions {
   // the same directory in the driver's view and in the mount namespace, on a
   // shared mount (a container: under its Bidirectional kubelet directory).
   std::string client_dir;
+  // Whether the binds made in the driver's view must reach another mount
+  // namespace (the host's, from a container): then readiness requires the
+  // mount holding `client_dir` to be shared (a Bidirectional volume), since
+  // the binds at the targets beside it go out only through such a mount.
+  bool binds_must_propagate = false;
 };
 
 // Lustre mode with one client per file system and set of client-wide

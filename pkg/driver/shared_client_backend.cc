@@ -20,6 +20,7 @@
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/mounter.h"
+#include "pkg/volume/safe_path.h"
 #include "pkg/volume/sha256.h"
 
 namespace lustre_csi::driver {
@@ -108,7 +109,38 @@ class SharedClientBackend : public MountBackend {
                   "; fix that, or use --lustre-client=per-volume")),
               "bind-mounts"};
     }
+    if (options_.binds_must_propagate) return CheckBindsPropagate();
     return {};
+  }
+
+  // The binds reach the host only through a shared mount: the one holding
+  // the client directory (and, in the manifests, the targets beside it).
+  Readiness CheckBindsPropagate() {
+    absl::StatusOr<std::string> text = sys_->ReadMountInfo();
+    absl::StatusOr<std::vector<volume::MountEntry>> table =
+        text.ok() ? volume::ParseMountInfo(*text)
+                  : absl::StatusOr<std::vector<volume::MountEntry>>(text.status());
+    if (!table.ok()) {
+      return {volume::Annotate(table.status(), "reading the mount table"), "propagation"};
+    }
+    const std::string dir = volume::CleanPath(options_.client_dir);
+    std::string holder;
+    for (const volume::MountEntry& e : *table) {
+      const std::string point = volume::CleanPath(e.mount_point);
+      bool holds = point == "/" || dir == point || absl::StartsWith(dir, point + "/");
+      if (holds && point.size() > holder.size()) holder = point;
+    }
+    std::optional<volume::MountEntry> top = volume::TopMountAt(*table, holder);
+    if (top.has_value()) {
+      for (const std::string& field : top->optional_fields) {
+        if (absl::StartsWith(field, "shared:")) return {};
+      }
+    }
+    return {absl::FailedPreconditionError(absl::StrCat(
+                "the mount holding ", options_.client_dir, " (", holder.empty() ? "?" : holder,
+                ") is not shared, so the volumes bound there would not reach the host: mount "
+                "the kubelet directory Bidirectional, and keep the client directory under it")),
+            "propagation"};
   }
 
   absl::Status EnsureSubDir(const LustreSource& source) override {

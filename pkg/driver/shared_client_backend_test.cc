@@ -197,6 +197,33 @@ TEST_F(SharedClientTest, NotReadyWhereBindsWithFlagsCannotBeMade) {
   EXPECT_EQ(OptionsAt("/pods/a"), "");
 }
 
+// From a container the binds go out only through a shared mount: one
+// holding the client directory that is not shared (a kubelet directory not
+// mounted Bidirectional) is not ready, and says so. In the driver's own
+// namespace nothing needs to go out, and it is not asked.
+TEST_F(SharedClientTest, BindsThatCannotReachTheHostAreNotReady) {
+  LustreBackendOptions lustre;
+  lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
+  SharedClientOptions options{kClients};
+  options.binds_must_propagate = true;
+  auto from_container = NewSharedClientBackend(
+      view_.get(), NewLustreBackend(view_.get(), &ns_, lustre), options, nullptr);
+  // The fake's root mount is shared: the client directory's holder.
+  Readiness shared = from_container->CheckReady();
+  EXPECT_TRUE(shared.status.ok()) << shared.status;
+  // A private mount over the kubelet directory now holds it.
+  ASSERT_TRUE(sys_.AddDir("/var/lib/kubelet").ok());
+  ASSERT_TRUE(sys_.Mount("kubelet", "/var/lib/kubelet", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(sys_.AddDir("/var/lib/kubelet/plugins/x/work").ok());
+  Readiness r = from_container->CheckReady();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
+  EXPECT_EQ(r.reason, "propagation");
+  EXPECT_THAT(r.status.message(), HasSubstr("/var/lib/kubelet) is not shared"));
+  EXPECT_THAT(r.status.message(), HasSubstr("Bidirectional"));
+  // The same mounts, in the driver's own namespace: ready.
+  EXPECT_TRUE(backend_->CheckReady().status.ok()) << backend_->CheckReady().status;
+}
+
 TEST_F(SharedClientTest, FileSystemsAndClientOptionsGetTheirOwnClients) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
   ASSERT_TRUE(logic_->Publish(Request("/pods/b", "x", "otherfs")).ok());
