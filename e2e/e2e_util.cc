@@ -48,11 +48,13 @@ absl::Status PretendLustreModuleLoaded(const std::string& scratch) {
   return absl::OkStatus();
 }
 
-std::string BinaryPath() {
+std::string Runfile(const std::string& path) {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   std::string base = srcdir != nullptr ? srcdir : ".";
-  return base + "/lustre_csi/cmd/lustre-csi/lustre-csi";
+  return base + "/lustre_csi/" + path;
 }
+
+std::string BinaryPath() { return Runfile("cmd/lustre-csi/lustre-csi"); }
 
 std::string EmulatedKernel() {
   const char* kernel = std::getenv("LUSTRE_CSI_E2E_KERNEL");

@@ -33,6 +33,10 @@ absl::Status EnterPrivateMountNamespace();
 // The runfiles path of the lustre-csi binary under test.
 std::string BinaryPath();
 
+// A data dependency of the test, by its path in the workspace
+// (e.g. "e2e/standin-lfs").
+std::string Runfile(const std::string& path);
+
 // The older kernel the binary runs as (e2e/older-kernel), from a test's
 // --kernel=VERSION argument (e2e_main sets LUSTRE_CSI_E2E_KERNEL); empty for
 // this machine's own kernel.

@@ -33,11 +33,6 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/lustre_csi/", path);
-}
-
 class QuotaE2eTest : public testing::Test {
  protected:
   void SetUp() override {

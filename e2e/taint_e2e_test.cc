@@ -25,11 +25,6 @@ using ::testing::IsEmpty;
 
 constexpr char kKey[] = "azurelustre.csi.azure.com/agent-not-ready";
 
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/lustre_csi/", path);
-}
-
 // Runs a shell command; true when it exits 0.
 bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 

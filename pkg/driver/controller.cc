@@ -253,11 +253,15 @@ absl::Status ControllerLogic::ApplyCapacityAndLayout(volume::Syscalls& sys, cons
   RETURN_IF_ERROR(options_.lfs->SetProject(dir, *project));
   // Never below what the volume has (an expansion since).
   ASSIGN_OR_RETURN(RecordedLimits recorded, ReadRecordedLimits(sys, root, *project));
-  RecordedLimits limits{std::max(recorded.bytes, static_cast<uint64_t>(capacity)),
-                        prov.inode_limit};
+  return SetLimits(sys, root, *project,
+                   {std::max(recorded.bytes, static_cast<uint64_t>(capacity)), prov.inode_limit});
+}
+
+absl::Status ControllerLogic::SetLimits(volume::Syscalls& sys, const std::string& root,
+                                        uint32_t project, const RecordedLimits& limits) {
   RETURN_IF_ERROR(
-      options_.lfs->SetProjectQuota(root, *project, {limits.bytes / 1024, limits.inodes}));
-  return RecordLimits(sys, root, *project, limits);
+      options_.lfs->SetProjectQuota(root, project, {limits.bytes / 1024, limits.inodes}));
+  return RecordLimits(sys, root, project, limits);
 }
 
 absl::Status ControllerLogic::FreeProject(volume::Syscalls& sys, const std::string& root,
@@ -401,10 +405,8 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
           enforced = ExpandedVolume{static_cast<int64_t>(recorded.bytes)};
           return absl::OkStatus();
         }
-        RecordedLimits limits{static_cast<uint64_t>(want), recorded.inodes};
         RETURN_IF_ERROR(
-            options_.lfs->SetProjectQuota(root, project, {limits.bytes / 1024, limits.inodes}));
-        RETURN_IF_ERROR(RecordLimits(sys, root, project, limits));
+            SetLimits(sys, root, project, {static_cast<uint64_t>(want), recorded.inodes}));
         LOG(INFO) << "volume " << volume_id << ": project " << project << " limit raised from "
                   << recorded.bytes << " to " << want << " bytes";
         enforced = ExpandedVolume{want};

@@ -122,6 +122,10 @@ class ControllerLogic {
   absl::Status ApplyCapacityAndLayout(volume::Syscalls& sys, const std::string& root,
                                       const std::string& sub_dir, const SubDirProvisioning& prov,
                                       std::optional<uint32_t> project, int64_t capacity);
+  // Sets the project's hard limits (lfs setquota) and records them with its
+  // claim, so a later expansion knows them.
+  absl::Status SetLimits(volume::Syscalls& sys, const std::string& root, uint32_t project,
+                         const RecordedLimits& limits);
   // Clears the quota of the project `volume` (name) holds and frees it,
   // once its sub-dir is gone; none held: OK.
   absl::Status FreeProject(volume::Syscalls& sys, const std::string& root,

@@ -116,19 +116,16 @@ class SharedClientBackend : public MountBackend {
   // The binds reach the host only through a shared mount: the one holding
   // the client directory (and, in the manifests, the targets beside it).
   Readiness CheckBindsPropagate() {
-    absl::StatusOr<std::string> text = sys_->ReadMountInfo();
-    absl::StatusOr<std::vector<volume::MountEntry>> table =
-        text.ok() ? volume::ParseMountInfo(*text)
-                  : absl::StatusOr<std::vector<volume::MountEntry>>(text.status());
+    absl::StatusOr<std::vector<volume::MountEntry>> table = volume::MountChecker(sys_).List();
     if (!table.ok()) {
       return {volume::Annotate(table.status(), "reading the mount table"), "propagation"};
     }
-    const std::string dir = volume::CleanPath(options_.client_dir);
     std::string holder;
     for (const volume::MountEntry& e : *table) {
       const std::string point = volume::CleanPath(e.mount_point);
-      bool holds = point == "/" || dir == point || absl::StartsWith(dir, point + "/");
-      if (holds && point.size() > holder.size()) holder = point;
+      if (volume::IsPathBeneath(point, options_.client_dir) && point.size() > holder.size()) {
+        holder = point;
+      }
     }
     std::optional<volume::MountEntry> top = volume::TopMountAt(*table, holder);
     if (top.has_value()) {
