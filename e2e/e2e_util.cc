@@ -326,14 +326,16 @@ bool Strace::WaitForLog(const std::string& text, absl::Duration timeout) {
 
 std::string Strace::Log() const { return ReadFile(log_path_); }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+std::string HttpGet(int port, const std::string& path) { return HttpGet("127.0.0.1", port, path); }
+
+std::string HttpGet(const std::string& ip, int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr = {};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+  if (inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) == 1 &&
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
     std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
     send(fd, req.data(), req.size(), MSG_NOSIGNAL);
     char buf[4096];

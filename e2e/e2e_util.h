@@ -177,6 +177,8 @@ class Strace {
 // A raw HTTP GET against 127.0.0.1:`port`: the whole answer, empty when
 // nothing listens.
 std::string HttpGet(int port, const std::string& path);
+// The same, to the IPv4 address `ip`.
+std::string HttpGet(const std::string& ip, int port, const std::string& path);
 
 // A free TCP port on loopback (bound, read, released).
 int FreePort();

@@ -1,12 +1,14 @@
 // The shipped image under the shipped manifests, at pod level: the real image
-// (unpacked by e2e/pod_test.sh) runs chrooted with the args, env and volumes
-// of the rendered Kubernetes manifests, on a synthetic host whose only Lustre
-// client is a stand-in mount.lustre (e2e/standin_mount_lustre.cc). The test
-// drives it the way the kubelet does: over the host-side sockets, with
-// kubelet target paths, and checks the mounts in the host's mount table.
+// archive, imported into containerd as an operator imports it, runs under
+// containerd and runc with the args, env and volumes of the rendered
+// Kubernetes manifests, translated to CRI calls as the kubelet translates a
+// pod (e2e/kubelet_cri.h), on a synthetic host whose only Lustre client is a
+// stand-in mount.lustre (e2e/standin_mount_lustre.cc). The test drives the
+// driver the way the kubelet does: over the host-side sockets, with kubelet
+// target paths, and checks the mounts in the host's mount table.
 //
-// Run through e2e/pod_test.sh, which renders the manifests, builds and
-// unpacks the image, and starts this binary as PID 1 of new namespaces.
+// Run through e2e/pod_test.sh, which renders the manifests, builds the image
+// archives, and starts this binary as PID 1 of new namespaces.
 #include <grpcpp/grpcpp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -18,12 +20,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "e2e/cri_runtime.h"
 #include "e2e/e2e_util.h"
-#include "e2e/pod_runtime.h"
+#include "e2e/pod_spec.h"
+#include "e2e/synthetic_host.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/csi.grpc.pb.h"
@@ -36,10 +41,12 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-constexpr char kImage[] = "/images/lustre-csi";
 constexpr char kStandIn[] = "/opt/standin/mount.lustre";
 constexpr char kDriver[] = "azurelustre.csi.azure.com";
 constexpr char kFsData[] = "/run/lustre-standin/servers/lustrefs";
+
+// The node's container runtime, started by main() once the host is built.
+Containerd* g_containerd = nullptr;
 
 std::string g_base_yaml, g_subdir_yaml, g_nomad_node_yaml, g_nomad_other_state_yaml;
 
@@ -116,7 +123,7 @@ class PodTest : public testing::Test {
   // Starts the node and connects to its CSI socket at `socket`, a path on
   // the host.
   void StartNode(const PodSpec& spec, const std::string& socket = NodeSocket()) {
-    absl::StatusOr<std::unique_ptr<Container>> c = Container::Start(spec, kImage, "node");
+    absl::StatusOr<std::unique_ptr<Container>> c = Container::Start(g_containerd, spec);
     ASSERT_TRUE(c.ok()) << c.status();
     container_ = std::move(*c);
     absl::Status up = WaitForSocket(socket, absl::Seconds(20));
@@ -627,12 +634,28 @@ TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) 
   absl::StatusOr<PodSpec> spec =
       LoadPodSpec(g_subdir_yaml, "Deployment", "lustre-csi-controller", "lustre-csi", "node-1");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  absl::StatusOr<std::unique_ptr<Container>> c = Container::Start(*spec, kImage, "controller");
+  absl::StatusOr<std::unique_ptr<Container>> c = Container::Start(g_containerd, *spec);
   ASSERT_TRUE(c.ok()) << c.status();
   container_ = std::move(*c);
-  std::string socket = container_->HostPathOf("socket-dir") + "/csi.sock";
-  ASSERT_TRUE(WaitForSocket(socket, absl::Seconds(20)).ok()) << container_->Log();
+  // The emptyDir's path on the host is longer than a unix socket's address
+  // may be (the sidecars reach it inside the pod); the test goes through a
+  // short link to it.
+  const std::string socket_dir = "/run/controller-socket-dir";
+  ASSERT_EQ(symlink(container_->HostPathOf("socket-dir").c_str(), socket_dir.c_str()), 0);
+  absl::Cleanup unlink_socket_dir = [&] { unlink(socket_dir.c_str()); };
+  std::string socket = socket_dir + "/csi.sock";
+  absl::Status up = WaitForSocket(socket, absl::Seconds(20));
+  ASSERT_TRUE(up.ok()) << up << "\n" << container_->Log();
   auto controller = csi::v1::Controller::NewStub(UnixChannel(socket));
+  // The kubelet probes the pod on its own address, on the ports the
+  // manifest names; the pod is on the node's bridge, not its network.
+  std::string ip = container_->PodIp();
+  ASSERT_FALSE(ip.empty()) << "the controller's pod has no address";
+  ASSERT_NE(spec->liveness.port, 0);
+  EXPECT_THAT(HttpGet(ip, spec->liveness.port, spec->liveness.path), HasSubstr("200 OK"));
+  EXPECT_THAT(HttpGet(ip, spec->readiness.port, spec->readiness.path), HasSubstr("200 OK"));
+  EXPECT_EQ(HttpGet(spec->liveness.port, spec->liveness.path), "")
+      << "the controller's port answers on the node's own loopback";
 
   csi::v1::CreateVolumeRequest create;
   create.set_name("pvc-123");
@@ -792,13 +815,36 @@ int main(int argc, char** argv) {
   }
   absl::Status host = lustre_csi::e2e::EnterHost(
       lustre_csi::e2e::Env("POD_E2E_WORK"),
-      {{"/images/lustre-csi", lustre_csi::e2e::Env("POD_E2E_ROOTFS")},
+      {{"/images/lustre-csi.oci.tar", lustre_csi::e2e::Env("POD_E2E_IMAGE")},
+       {"/images/pause.tar", lustre_csi::e2e::Env("POD_E2E_PAUSE_IMAGE")},
        {"/opt/standin/mount.lustre", lustre_csi::e2e::Env("POD_E2E_STANDIN")},
        {"/opt/standin/lfs", lustre_csi::e2e::Env("POD_E2E_STANDIN_LFS")},
+       {"/opt/standin/older-kernel", lustre_csi::e2e::Env("POD_E2E_OLDER_KERNEL")},
        {"/opt/kube", lustre_csi::e2e::Env("POD_E2E_KUBE")}});
   if (!host.ok()) {
     fprintf(stderr, "%s\n", std::string(host.message()).c_str());
     return 1;
   }
-  return RUN_ALL_TESTS();
+  // The node's runtime: containerd and runc, the images loaded as an
+  // operator loads them.
+  lustre_csi::e2e::ContainerdOptions options;
+  options.sandbox_image = lustre_csi::e2e::Env("POD_E2E_PAUSE_NAME");
+  options.archives = {"/images/pause.tar", "/images/lustre-csi.oci.tar"};
+  options.cgroup_parent = "/" + lustre_csi::e2e::Env("POD_E2E_CGROUP");
+  options.older_kernel = "/opt/standin/older-kernel";
+  absl::StatusOr<std::unique_ptr<lustre_csi::e2e::Containerd>> containerd =
+      lustre_csi::e2e::Containerd::Start(options);
+  if (!containerd.ok()) {
+    fprintf(stderr, "containerd: %s\n", std::string(containerd.status().message()).c_str());
+    return 1;
+  }
+  lustre_csi::e2e::g_containerd = containerd->get();
+  int result = RUN_ALL_TESTS();
+  absl::Status stopped = (*containerd)->Stop();
+  if (!stopped.ok()) {
+    fprintf(stderr, "containerd left something behind: %s\n",
+            std::string(stopped.message()).c_str());
+    return 1;
+  }
+  return result;
 }

@@ -28,6 +28,7 @@ PACKAGES=(
   podman=4.3.1+ds1-8+deb12u1+b3
   containerd=1.6.20~ds1-1+deb12u3
   runc=1.1.5+ds1-1+deb12u1
+  containernetworking-plugins=1.1.1+ds1-3+b5
   jq=1.6-2.1+deb12u3
   strace=6.1-0.1
   util-linux=2.38.1-5+deb12u3
