@@ -73,6 +73,26 @@ void RemovePod(RuntimeService::Stub& runtime, const std::string& id) {
       .IgnoreError();
 }
 
+// Whether the CRI knows `image`. Its image list follows containerd's image
+// events, so an import shows there a moment after ctr returns: wait up to
+// `patience` for it.
+absl::StatusOr<bool> ImagePresent(runtime::v1::ImageService::Stub& images, const std::string& image,
+                                  absl::Duration patience) {
+  runtime::v1::ImageStatusRequest req;
+  req.mutable_image()->set_image(image);
+  for (absl::Time end = absl::Now() + patience;;) {
+    runtime::v1::ImageStatusResponse res;
+    if (absl::Status s =
+            Call(images, &runtime::v1::ImageService::Stub::ImageStatus, "ImageStatus", req, &res);
+        !s.ok()) {
+      return s;
+    }
+    if (res.has_image()) return true;
+    if (absl::Now() >= end) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
 // Processes whose command name starts with `prefix`.
 std::vector<pid_t> ProcessesNamed(const std::string& prefix) {
   std::vector<pid_t> out;
@@ -194,6 +214,13 @@ absl::StatusOr<std::unique_ptr<Containerd>> Containerd::Start(const ContainerdOp
                                               " failed: ", ReadFile("/var/log/ctr-import.log")));
     }
   }
+  absl::StatusOr<bool> sandbox =
+      ImagePresent(*c->images_, options.sandbox_image, absl::Seconds(30));
+  if (!sandbox.ok()) return sandbox.status();
+  if (!*sandbox) {
+    return absl::FailedPreconditionError("the sandbox image " + options.sandbox_image +
+                                         " is not there after its import");
+  }
   return c;
 }
 
@@ -266,15 +293,9 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Start(Containerd* runtime,
   c->pod_ = *pod;
 
   // imagePullPolicy IfNotPresent: the image must be on the node already.
-  runtime::v1::ImageStatusRequest image_req;
-  image_req.mutable_image()->set_image(spec.image);
-  runtime::v1::ImageStatusResponse image;
-  if (absl::Status s = Call(runtime->images(), &runtime::v1::ImageService::Stub::ImageStatus,
-                            "ImageStatus", image_req, &image);
-      !s.ok()) {
-    return s;
-  }
-  if (!image.has_image()) {
+  absl::StatusOr<bool> present = ImagePresent(runtime->images(), spec.image, absl::Seconds(10));
+  if (!present.ok()) return present.status();
+  if (!*present) {
     return absl::FailedPreconditionError("image " + spec.image +
                                          " is not on the node (nothing here pulls it)");
   }
