@@ -213,6 +213,9 @@ struct Mounting {
   std::unique_ptr<volume::MountNamespace> ns;  // lustre mode only
   std::unique_ptr<volume::Syscalls> sys;       // unmounts routed to `ns` in lustre mode
   std::unique_ptr<driver::MountBackend> backend;
+  // The controller's way into file systems: the backend, but for mock mode,
+  // which has none.
+  driver::FileSystemAccess* file_systems = nullptr;
   std::unique_ptr<driver::ReadinessMonitor> readiness;
   std::unique_ptr<driver::LustreTool> lfs;  // lustre mode only
 
@@ -234,7 +237,7 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
   m.linux = volume::NewLinuxSyscalls(linux_options);
   absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
   if (mode == "mock") {
-    m.backend = driver::NewMockBackend();
+    m.backend = driver::NewMockBackend(m.linux.get());
   } else if (mode == "local") {
     m.backend = driver::NewLocalBackend(m.linux.get(), FLAGS_local_root);
   } else {
@@ -260,6 +263,7 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
     }
   }
   driver::MountBackend* backend = m.backend.get();
+  if (mode != "mock") m.file_systems = backend;
   m.readiness = std::make_unique<driver::ReadinessMonitor>(
       [backend] { return backend->CheckReady(); }, absl::Seconds(FLAGS_readiness_interval_seconds),
       metrics);
@@ -336,8 +340,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     options.topology = *topology;
     options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
     options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
-    node_logic = std::make_unique<driver::NodeLogic>(options, mounting->view(), backend,
-                                                     backend->MakesMounts() ? readiness : nullptr);
+    node_logic = std::make_unique<driver::NodeLogic>(options, mounting->view(), backend, readiness);
     node = std::make_unique<driver::NodeService>(node_logic.get(), &metrics);
     node->AddRoutes(routes);
   }
@@ -346,10 +349,11 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   if (roles.controller) {
     // Mock mode has no file system to provision in: the controller then works
     // as one without --mount-mode (ids only; create-sub-dir is refused).
-    bool reaches = backend != nullptr && backend->MakesMounts();
+    driver::FileSystemAccess* file_systems =
+        mounting.has_value() ? mounting->file_systems : nullptr;
     controller_logic = std::make_unique<driver::ControllerLogic>(
-        reaches ? backend : nullptr,
-        driver::ControllerOptions{reaches ? mounting->lfs.get() : nullptr, *project_ids});
+        file_systems, driver::ControllerOptions{
+                          file_systems != nullptr ? mounting->lfs.get() : nullptr, *project_ids});
     controller = std::make_unique<driver::ControllerService>(controller_logic.get(), &metrics);
     controller->AddRoutes(routes);
   }

@@ -110,7 +110,7 @@ absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& ar
   // The sub-dir may hold per-pod variables the node fills at publish; check
   // now that it can be filled.
   if (absl::Status s = CheckSubDirShape(params.sub_dir); !s.ok()) return s;
-  if (params.provisioning.enabled && backend_ == nullptr) {
+  if (params.provisioning.enabled && file_systems_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         kParamCreateSubDir,
         " needs a controller that reaches the file system: start it with --mount-mode=lustre"));
@@ -193,8 +193,8 @@ absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeA
   volume::DirOwner owner{args.name, prov.delete_on_delete, RequestFingerprint(args)};
   LustreSource root{params.mgs_address, params.fs_name, ""};
   std::optional<uint32_t> project;
-  absl::Status status = backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
-                                                               const std::string& fs_root) {
+  absl::Status status = file_systems_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
+                                                                    const std::string& fs_root) {
     // The project ID first (the one the volume holds, after a retry or a
     // restart), so the marker can record it.
     std::optional<ProjectClaim> claim;
@@ -311,22 +311,21 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   }
   // A concrete sub-dir may have been provisioned here: its owner marker
   // decides whether it goes.
-  if (backend_ != nullptr && !id->sub_dir.empty() && !absl::StrContains(id->sub_dir, "${")) {
+  if (file_systems_ != nullptr && !id->sub_dir.empty() && !absl::StrContains(id->sub_dir, "${")) {
     LustreSource root{id->mgs_address, id->fs_name, ""};
     bool removed = false;
-    absl::Status status =
-        backend_->WithFileSystemRoot(root, [&](volume::Syscalls& sys, const std::string& fs_root) {
-          absl::StatusOr<bool> released =
-              volume::ReleaseOwnedDir(sys, fs_root, id->sub_dir, id->name);
-          if (!released.ok()) return released.status();
-          removed = *released;
-          // Once its files are gone (now, or before a retry), the project the
-          // volume holds (as the claims say, never a marker) can be another's.
-          if (removed || absl::IsNotFound(sys.StatBeneath(fs_root, id->sub_dir).status())) {
-            return FreeProject(sys, fs_root, id->name);
-          }
-          return absl::OkStatus();
-        });
+    absl::Status status = file_systems_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
+                                                                      const std::string& fs_root) {
+      absl::StatusOr<bool> released = volume::ReleaseOwnedDir(sys, fs_root, id->sub_dir, id->name);
+      if (!released.ok()) return released.status();
+      removed = *released;
+      // Once its files are gone (now, or before a retry), the project the
+      // volume holds (as the claims say, never a marker) can be another's.
+      if (removed || absl::IsNotFound(sys.StatBeneath(fs_root, id->sub_dir).status())) {
+        return FreeProject(sys, fs_root, id->name);
+      }
+      return absl::OkStatus();
+    });
     if (!status.ok()) {
       return volume::Annotate(status, absl::StrCat("releasing sub-dir ", id->sub_dir));
     }
@@ -370,12 +369,12 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
   }
   // Without a project quota, the size is the CO's record only.
   const ExpandedVolume unenforced{required_bytes > 0 ? required_bytes : limit_bytes};
-  if (backend_ == nullptr || id->sub_dir.empty() || absl::StrContains(id->sub_dir, "${")) {
+  if (file_systems_ == nullptr || id->sub_dir.empty() || absl::StrContains(id->sub_dir, "${")) {
     return unenforced;
   }
   std::optional<ExpandedVolume> enforced;
   bool missing = false;
-  absl::Status status = backend_->WithFileSystemRoot(
+  absl::Status status = file_systems_->WithFileSystemRoot(
       {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
         absl::Status there = sys.StatBeneath(root, id->sub_dir).status();
         if (absl::IsNotFound(there)) {
@@ -448,14 +447,14 @@ absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
     if (absl::EqualsIgnoreCase(key, kParamCreateSubDir))
       provisioned = absl::EqualsIgnoreCase(value, "true");
   }
-  if (!provisioned || backend_ == nullptr || id->sub_dir.empty() ||
+  if (!provisioned || file_systems_ == nullptr || id->sub_dir.empty() ||
       absl::StrContains(id->sub_dir, "${")) {
     return absl::OkStatus();
   }
   std::optional<volume::DirOwner> owner;
   bool missing = false;
   bool reached = false;
-  absl::Status result = backend_->WithFileSystemRoot(
+  absl::Status result = file_systems_->WithFileSystemRoot(
       {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
         reached = true;
         absl::StatusOr<std::optional<volume::DirOwner>> read =

@@ -7,11 +7,11 @@
 // Created volumes are remembered in memory by name, so that the same request
 // again returns the same volume and a conflicting one is ALREADY_EXISTS.
 //
-// Sub-dir provisioning (parameter create-sub-dir) needs a MountBackend that
+// Sub-dir provisioning (parameter create-sub-dir) needs a FileSystemAccess that
 // reaches the file system: CreateVolume creates the sub-dir with an owner
 // marker; DeleteVolume deletes it only when the marker names the volume and
 // says delete (so nothing it did not create is ever removed, also after a
-// restart). Without a backend, DeleteVolume never touches a file system.
+// restart). Without one, DeleteVolume never touches a file system.
 // Thread-safe.
 #ifndef LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_
 #define LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_
@@ -80,9 +80,9 @@ struct ControllerOptions {
 
 class ControllerLogic {
  public:
-  // `backend` may be null (no sub-dir provisioning); borrowed.
-  explicit ControllerLogic(MountBackend* backend = nullptr, ControllerOptions options = {})
-      : backend_(backend), options_(options) {}
+  // `file_systems` may be null (no sub-dir provisioning); borrowed.
+  explicit ControllerLogic(FileSystemAccess* file_systems = nullptr, ControllerOptions options = {})
+      : file_systems_(file_systems), options_(options) {}
 
   // A repeat of a name is decided from this process's record, and, after a
   // restart, for a provisioned sub-dir, from the request recorded in its
@@ -131,7 +131,7 @@ class ControllerLogic {
   absl::Status FreeProject(volume::Syscalls& sys, const std::string& root,
                            const std::string& volume);
 
-  MountBackend* const backend_;
+  FileSystemAccess* const file_systems_;
   const ControllerOptions options_;
   VolumeLocks name_locks_;
   absl::Mutex mu_;

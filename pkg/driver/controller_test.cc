@@ -88,24 +88,12 @@ TEST(ControllerLogicTest, SameRequestIsIdempotentConflictIsAlreadyExists) {
 
 // A file system at a directory of an in-memory file system, for the logic
 // above the mount seam.
-class DirBackend : public MountBackend {
+class DirBackend : public FileSystemAccess {
  public:
   DirBackend(volume::Syscalls* sys, std::string root) : sys_(sys), root_(std::move(root)) {}
-  absl::string_view Mode() const override { return "local"; }
-  Readiness CheckReady() override { return {}; }
-  bool MakesMounts() const override { return true; }
-  absl::Status EnsureSubDir(const LustreSource&) override { return absl::OkStatus(); }
   absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn& fn) override {
     if (!reachable) return absl::UnavailableError("file system unreachable");
     return fn(*sys_, root_);
-  }
-  absl::Status Mount(const LustreSource&, const std::string&,
-                     const std::vector<std::string>&) override {
-    return absl::UnimplementedError("not here");
-  }
-  absl::StatusOr<bool> IsMountOf(const LustreSource&, const std::string&,
-                                 const std::vector<std::string>&) override {
-    return false;
   }
   bool reachable = true;
 

@@ -24,6 +24,7 @@
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/mounter.h"
+#include "pkg/volume/ownership.h"
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::driver {
@@ -36,11 +37,50 @@ absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
   return sys.ResolveBeneath(root, sub_dir).status();
 }
 
-absl::Status EnsureSubDirIn(MountBackend& backend, const LustreSource& source) {
+absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source) {
   if (source.sub_dir.empty()) return absl::OkStatus();
-  return backend.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
+  return fs.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
     return MakeSubDir(sys, root, source.sub_dir);
   });
+}
+
+absl::Status MountingMode::Publish(const PublishTarget& t) {
+  absl::Status status = Mount(t.source, t.target, t.options);
+  if (status.code() == absl::StatusCode::kNotFound && !t.source.sub_dir.empty()) {
+    // Most likely the sub-dir does not exist yet: create it and try again.
+    LOG(INFO) << "mounting " << t.source.Spec() << " failed (" << status.message()
+              << "); creating sub-dir " << t.source.sub_dir;
+    status = EnsureSubDirIn(*this, t.source);
+    if (status.ok()) status = Mount(t.source, t.target, t.options);
+  }
+  if (!status.ok() || !t.volume_mount_group.has_value()) return status;
+  if (t.read_only) {
+    LOG(INFO) << "volume at " << t.target << " is read-only; fsGroup " << *t.volume_mount_group
+              << " not applied";
+    return absl::OkStatus();
+  }
+  status =
+      volume::SetVolumeOwnership(*sys_, t.target, *t.volume_mount_group,
+                                 /*read_only=*/false, volume::FsGroupChangePolicy::kOnRootMismatch);
+  if (status.ok()) return status;
+  absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, target_unmount_);
+  if (!undo.ok()) LOG(ERROR) << "undoing mount at " << t.target << ": " << undo;
+  Release(t.target);
+  return volume::Annotate(status, "applying fsGroup");
+}
+
+absl::Status MountingMode::Unpublish(const std::string& target) {
+  absl::Status status = volume::CleanupMountPoint(*sys_, target, target_unmount_);
+  Release(target);
+  return status;
+}
+
+absl::Status MountingMode::Repair(const std::string& target) {
+  return volume::UnmountWithEscalation(*sys_, target, target_unmount_);
+}
+
+absl::StatusOr<bool> MountingMode::IsPublished(const std::string& path) {
+  return volume::MountChecker(sys_).IsMountPoint(path);
 }
 
 std::string MountedSpec(const volume::MountEntry& e) {
@@ -75,13 +115,12 @@ bool InstallsLustre(absl::string_view modules_dep) {
   return false;
 }
 
-class LustreBackend : public MountBackend {
+class LustreBackend : public internal::MountingMode {
  public:
   LustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns, LustreBackendOptions options)
-      : sys_(sys), ns_(ns), options_(std::move(options)) {}
+      : MountingMode(sys), sys_(sys), ns_(ns), options_(std::move(options)) {}
 
   absl::string_view Mode() const override { return "lustre"; }
-  bool MakesMounts() const override { return true; }
 
   Readiness CheckReady() override {
     Readiness r = CheckHelperAndModule();
@@ -170,10 +209,6 @@ class LustreBackend : public MountBackend {
             "kernel-module"};
   }
 
-  absl::Status EnsureSubDir(const LustreSource& source) override {
-    return internal::EnsureSubDirIn(*this, source);
-  }
-
   absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
     absl::StatusOr<std::string> dir = MakeWorkingDir();
     if (!dir.ok()) return dir.status();
@@ -258,12 +293,27 @@ class LustreBackend : public MountBackend {
   std::atomic<uint64_t> next_dir_{0};
 };
 
+// The conformance suites' mode: a publish leaves the target a plain
+// directory, and an unpublish removes it.
 class MockBackend : public MountBackend {
  public:
+  explicit MockBackend(volume::Syscalls* sys) : sys_(sys) {}
   absl::string_view Mode() const override { return "mock"; }
-  bool MakesMounts() const override { return false; }
   Readiness CheckReady() override { return {}; }
-  absl::Status EnsureSubDir(const LustreSource&) override { return absl::OkStatus(); }
+  absl::Status Publish(const PublishTarget& t) override {
+    return Mount(t.source, t.target, t.options);
+  }
+  absl::Status Unpublish(const std::string& target) override {
+    return volume::CleanupMountPoint(*sys_, target);
+  }
+  absl::Status Repair(const std::string& target) override {
+    return volume::UnmountWithEscalation(*sys_, target);
+  }
+  absl::StatusOr<bool> IsPublished(const std::string& path) override {
+    absl::StatusOr<volume::FileInfo> info = sys_->Stat(path);
+    if (!info.ok()) return info.status();
+    return true;
+  }
   absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn&) override {
     return absl::FailedPreconditionError("mock mount mode has no file system to work in");
   }
@@ -277,15 +327,20 @@ class MockBackend : public MountBackend {
                                  const std::vector<std::string>&) override {
     return false;
   }
+
+ private:
+  volume::Syscalls* const sys_;
 };
 
-class LocalBackend : public MountBackend {
+class LocalBackend : public internal::MountingMode {
  public:
   LocalBackend(volume::Syscalls* sys, std::string local_root)
-      : sys_(sys), root_(std::move(local_root)), bind_(volume::NewBindMounter(sys)) {}
+      : MountingMode(sys),
+        sys_(sys),
+        root_(std::move(local_root)),
+        bind_(volume::NewBindMounter(sys)) {}
 
   absl::string_view Mode() const override { return "local"; }
-  bool MakesMounts() const override { return true; }
 
   Readiness CheckReady() override {
     absl::StatusOr<volume::FileInfo> info = sys_->Stat(root_);
@@ -295,11 +350,6 @@ class LocalBackend : public MountBackend {
               "local-root"};
     }
     return {};
-  }
-
-  absl::Status EnsureSubDir(const LustreSource& source) override {
-    // Nothing to create for the root; Mount() reports a missing file system.
-    return internal::EnsureSubDirIn(*this, source);
   }
 
   absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
@@ -359,7 +409,9 @@ std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::Mo
   return std::make_unique<LustreBackend>(sys, ns, std::move(options));
 }
 
-std::unique_ptr<MountBackend> NewMockBackend() { return std::make_unique<MockBackend>(); }
+std::unique_ptr<MountBackend> NewMockBackend(volume::Syscalls* sys) {
+  return std::make_unique<MockBackend>(sys);
+}
 
 std::unique_ptr<MountBackend> NewLocalBackend(volume::Syscalls* sys, std::string local_root) {
   return std::make_unique<LocalBackend>(sys, std::move(local_root));

@@ -19,8 +19,10 @@
 #ifndef LUSTRE_CSI_PKG_DRIVER_MOUNT_BACKEND_H_
 #define LUSTRE_CSI_PKG_DRIVER_MOUNT_BACKEND_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,23 +55,11 @@ struct Readiness {
   std::string reason;
 };
 
-class MountBackend {
+// The controller's way into a file system: sub-dir provisioning works in it
+// (ControllerLogic), and nothing else of a mount mode is asked for there.
+class FileSystemAccess {
  public:
-  virtual ~MountBackend() = default;
-
-  // "lustre", "mock" or "local".
-  virtual absl::string_view Mode() const = 0;
-
-  // Checks the exact path a mount takes (may block for a few seconds; see
-  // ReadinessMonitor for a cached answer).
-  virtual Readiness CheckReady() = 0;
-
-  // False for mock mode, which never makes a mount.
-  virtual bool MakesMounts() const = 0;
-
-  // Creates `source.sub_dir` (and missing parents) inside the file system
-  // when it does not exist, so a per-pod sub-dir can be mounted.
-  virtual absl::Status EnsureSubDir(const LustreSource& source) = 0;
+  virtual ~FileSystemAccess() = default;
 
   // Runs `fn` with the Syscalls to work there and a directory where the root
   // of `source`'s file system is reachable, then lets go of it: a root mount
@@ -78,27 +68,60 @@ class MountBackend {
   // FAILED_PRECONDITION.
   using FsRootFn = std::function<absl::Status(volume::Syscalls& sys, const std::string& root)>;
   virtual absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) = 0;
+};
 
-  // Mounts `source` on the existing directory `target`. `options` are ready
-  // for `-o` ("ro" first when read-only). NOT_FOUND when the file system or
-  // the sub-dir does not exist (the caller may create the sub-dir and try
-  // again).
-  virtual absl::Status Mount(const LustreSource& source, const std::string& target,
-                             const std::vector<std::string>& options) = 0;
+// What NodeLogic hands a mount mode to publish, already checked: the
+// request's validation, the per-target lock and idempotency stay there.
+struct PublishTarget {
+  LustreSource source;
+  std::string target;                // an existing directory with nothing mounted on it
+  std::vector<std::string> options;  // ready for -o ("ro" first when read-only)
+  bool read_only = false;
+  std::optional<uint32_t> volume_mount_group;  // fsGroup, when the CO passes one
+};
+
+// A mount mode owns a node's publish and unpublish from start to end.
+class MountBackend : public FileSystemAccess {
+ public:
+  // "lustre", "mock" or "local".
+  virtual absl::string_view Mode() const = 0;
+
+  // Checks the exact path a mount takes (may block for a few seconds; see
+  // ReadinessMonitor for a cached answer).
+  virtual Readiness CheckReady() = 0;
+
+  // Publishes `t`: mounts the source on the target (a sub-dir is mounted
+  // directly; only when it does not exist is it created first, through the
+  // file system's root, and mounted again) and gives a writable volume the
+  // group asked for. On failure nothing is left mounted on the target.
+  virtual absl::Status Publish(const PublishTarget& t) = 0;
 
   // Whether the mount on `target` (a mount point) is `source` mounted with
-  // `options` (as given to Mount), as far as the mount table tells
+  // `options` (as given to Publish), as far as the mount table tells
   // (PerMountFlagsMatch).
   virtual absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
                                          const std::vector<std::string>& options) = 0;
 
-  // How a target of this backend is unmounted: no MNT_FORCE where a target is
-  // a bind of a mount that other targets share.
-  virtual volume::UnmountOptions TargetUnmountOptions() const { return {}; }
+  // Unmounts everything on `target` (escalating when needed) and removes the
+  // directory, never deleting anything below it; then lets go of what no
+  // target needs any more. A missing target is OK.
+  virtual absl::Status Unpublish(const std::string& target) = 0;
 
-  // Called after `target` was unmounted (or an unmount was tried), so a
-  // backend can let go of what no target needs any more.
-  virtual void Released(const std::string& target) {}
+  // Unmounts a corrupted mount (ENOTCONN, ESTALE, EIO) on `target`, so that
+  // a publish can mount there again.
+  virtual absl::Status Repair(const std::string& target) = 0;
+
+  // Whether `path` holds a volume this mode published: a mount point (mock
+  // mode makes none: a directory). NOT_FOUND for a path that does not exist;
+  // a corrupted mount's error as it is.
+  virtual absl::StatusOr<bool> IsPublished(const std::string& path) = 0;
+
+  // Mounts `source` on the existing directory `target`, and nothing else:
+  // the step Publish is made of, which the shared-client mode also mounts
+  // its clients with. NOT_FOUND when the file system or the sub-dir does not
+  // exist.
+  virtual absl::Status Mount(const LustreSource& source, const std::string& target,
+                             const std::vector<std::string>& options) = 0;
 };
 
 struct LustreBackendOptions {
@@ -139,7 +162,7 @@ struct SharedClientOptions {
 // other namespaces (the host's) have them too. Options that are not per-mount
 // flags (flock, user_xattr, lazystatfs, ...) act on the whole client and
 // select another one. A client goes when the last mount of it outside
-// `client_dir` goes (Released). Who uses which client is kept in memory:
+// `client_dir` goes (Unpublish). Who uses which client is kept in memory:
 // read from the mount table once at start (so a restart or kill -9 loses
 // nothing), kept by every publish and unpublish, and confirmed against the
 // table only when a client may have become idle, before it is unmounted (a
@@ -153,7 +176,8 @@ std::unique_ptr<MountBackend> NewSharedClientBackend(volume::Syscalls* sys,
                                                      SharedClientOptions options,
                                                      server::MetricsRegistry* metrics);
 
-std::unique_ptr<MountBackend> NewMockBackend();
+// Mock mode checks targets through `sys` (borrowed).
+std::unique_ptr<MountBackend> NewMockBackend(volume::Syscalls* sys);
 std::unique_ptr<MountBackend> NewLocalBackend(volume::Syscalls* sys, std::string local_root);
 
 }  // namespace lustre_csi::driver

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "pkg/driver/mount_backend.h"
+#include "pkg/volume/cleanup.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
 
@@ -15,9 +16,40 @@ namespace lustre_csi::driver::internal {
 // resolving symlinks, that it stays beneath it.
 absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root, const std::string& sub_dir);
 
-// MountBackend::EnsureSubDir of a backend with a file system: nothing for
-// the root; otherwise MakeSubDir inside backend.WithFileSystemRoot.
-absl::Status EnsureSubDirIn(MountBackend& backend, const LustreSource& source);
+// Creates `source.sub_dir` when missing: nothing for the root; otherwise
+// MakeSubDir inside fs.WithFileSystemRoot.
+absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source);
+
+// The publish and unpublish of every mode that makes mounts (lustre, shared
+// clients, local), written once over the mode's own steps: Mount, the
+// unmount options of its targets, and Release.
+class MountingMode : public MountBackend {
+ public:
+  // `sys` (borrowed) is the driver's view; its Unmount reaches where the
+  // mode mounts.
+  explicit MountingMode(volume::Syscalls* sys, volume::UnmountOptions target_unmount = {})
+      : sys_(sys), target_unmount_(target_unmount) {}
+
+  // Mount; on NOT_FOUND for a sub-dir, EnsureSubDirIn and Mount again; then
+  // fsGroup (not on a read-only volume). A failure after the mount undoes it.
+  absl::Status Publish(const PublishTarget& t) final;
+  // volume::CleanupMountPoint, then Release (also after a failure: the
+  // unmount may have worked before a later step failed).
+  absl::Status Unpublish(const std::string& target) final;
+  // volume::UnmountWithEscalation.
+  absl::Status Repair(const std::string& target) final;
+  // A mount point.
+  absl::StatusOr<bool> IsPublished(const std::string& path) final;
+
+ protected:
+  // Called after `target` was unmounted (or an unmount was tried), so the
+  // mode can let go of what no target needs any more.
+  virtual void Release(const std::string& target) {}
+
+ private:
+  volume::Syscalls* const sys_;
+  const volume::UnmountOptions target_unmount_;
+};
 
 // "<source>" joined with the mount's root inside its file system, so a mount
 // of <fs>/<sub> reads the same whether the kernel shows it as the source

@@ -8,12 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
-#include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/metrics.h"
 #include "pkg/volume/mount_table.h"
-#include "pkg/volume/ownership.h"
-#include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -105,9 +102,7 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
   } else if (!mounted.ok() && volume::IsCorruptedError(mounted.status())) {
     LOG(WARNING) << "target " << req.target_path << " holds a corrupted mount (" << mounted.status()
                  << "); unmounting it before mounting again";
-    if (absl::Status s =
-            volume::UnmountWithEscalation(*sys_, req.target_path, backend_->TargetUnmountOptions());
-        !s.ok()) {
+    if (absl::Status s = backend_->Repair(req.target_path); !s.ok()) {
       return volume::Annotate(s, "repairing corrupted mount at target");
     }
     mounted = checker.IsMountPoint(req.target_path);
@@ -144,30 +139,9 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
           absl::StrCat("this node cannot mount Lustre now: ", status.message()));
     }
   }
-  if (status.ok()) status = MountWithSlot(source, req.target_path, *options);
-  if (status.code() == absl::StatusCode::kNotFound && !source.sub_dir.empty()) {
-    // Most likely the sub-dir does not exist yet: create it and try again.
-    LOG(INFO) << "mounting " << source.Spec() << " failed (" << status.message()
-              << "); creating sub-dir " << source.sub_dir;
-    status = backend_->EnsureSubDir(source);
-    if (status.ok()) status = MountWithSlot(source, req.target_path, *options);
-  }
-  if (status.ok() && req.volume_mount_group.has_value() && backend_->MakesMounts()) {
-    if (req.read_only) {
-      LOG(INFO) << "volume " << req.volume_id << " is read-only; fsGroup "
-                << *req.volume_mount_group << " not applied";
-    } else {
-      status = volume::SetVolumeOwnership(*sys_, req.target_path, *req.volume_mount_group,
-                                          /*read_only=*/false,
-                                          volume::FsGroupChangePolicy::kOnRootMismatch);
-      if (!status.ok()) {
-        status = volume::Annotate(status, "applying fsGroup");
-        absl::Status undo =
-            volume::UnmountWithEscalation(*sys_, req.target_path, backend_->TargetUnmountOptions());
-        if (!undo.ok()) LOG(ERROR) << "undoing mount at " << req.target_path << ": " << undo;
-        backend_->Released(req.target_path);
-      }
-    }
+  if (status.ok()) {
+    status =
+        PublishWithSlot({source, req.target_path, *options, req.read_only, req.volume_mount_group});
   }
   if (!status.ok() && created_target) {
     absl::Status removed = sys_->Rmdir(req.target_path);
@@ -187,8 +161,7 @@ std::optional<std::optional<uint32_t>> NodeLogic::PublishedGroup(const std::stri
   return it->second;
 }
 
-absl::Status NodeLogic::MountWithSlot(const LustreSource& source, const std::string& target,
-                                      const std::vector<std::string>& options) {
+absl::Status NodeLogic::PublishWithSlot(const PublishTarget& t) {
   {
     absl::MutexLock lock(&slots_mu_);
     auto free_slot = [this]() ABSL_SHARED_LOCKS_REQUIRED(slots_mu_) {
@@ -200,7 +173,7 @@ absl::Status NodeLogic::MountWithSlot(const LustreSource& source, const std::str
     }
     ++slots_in_use_;
   }
-  absl::Status status = backend_->Mount(source, target, options);
+  absl::Status status = backend_->Publish(t);
   absl::MutexLock lock(&slots_mu_);
   --slots_in_use_;
   return status;
@@ -210,15 +183,11 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
   if (absl::Status s = ValidateTargetPath(target_path); !s.ok()) return s;
   ScopedVolumeLock lock(&target_locks_, target_path);
   if (!lock.ok()) return Aborted(target_path);
-  absl::Status status =
-      volume::CleanupMountPoint(*sys_, target_path, backend_->TargetUnmountOptions());
+  absl::Status status = backend_->Unpublish(target_path);
   if (status.ok()) {
     absl::MutexLock groups(&groups_mu_);
     published_groups_.erase(target_path);
   }
-  // Also after a failure: the unmount may have worked before a later step
-  // failed (the backend looks at the target itself).
-  backend_->Released(target_path);
   if (status.ok()) {
     LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
   } else {
@@ -241,8 +210,7 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
                                             absl::CHexEscape(path), "': ", s.message()));
   }
   VolumeStats stats;
-  volume::MountChecker checker(sys_);
-  absl::StatusOr<bool> mounted = checker.IsMountPoint(path);
+  absl::StatusOr<bool> mounted = backend_->IsPublished(path);
   if (!mounted.ok()) {
     if (mounted.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
@@ -255,7 +223,7 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
     }
     return mounted.status();
   }
-  if (!*mounted && backend_->MakesMounts()) {
+  if (!*mounted) {
     return absl::NotFoundError(
         absl::StrCat("volume ", volume_id, " is not published at ", path, " (not a mount point)"));
   }

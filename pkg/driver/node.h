@@ -91,8 +91,7 @@ class NodeLogic {
 
  private:
   absl::Status PublishLocked(const PublishRequest& req);
-  absl::Status MountWithSlot(const LustreSource& source, const std::string& target,
-                             const std::vector<std::string>& options);
+  absl::Status PublishWithSlot(const PublishTarget& t);
 
   const NodeOptions options_;
   volume::Syscalls* const sys_;

@@ -69,11 +69,22 @@ bool SameDevice(const volume::MountEntry& a, const volume::MountEntry& b) {
   return a.major == b.major && a.minor == b.minor;
 }
 
-class SharedClientBackend : public MountBackend {
+// Targets are binds of a mount that other targets share: no MNT_FORCE on
+// them, which would abort the shared client.
+volume::UnmountOptions BindUnmountOptions() {
+  volume::UnmountOptions options;
+  options.force = false;
+  return options;
+}
+
+class SharedClientBackend : public internal::MountingMode {
  public:
   SharedClientBackend(volume::Syscalls* sys, std::unique_ptr<MountBackend> clients,
                       SharedClientOptions options, server::MetricsRegistry* metrics)
-      : sys_(sys), clients_(std::move(clients)), options_(std::move(options)) {
+      : MountingMode(sys, BindUnmountOptions()),
+        sys_(sys),
+        clients_(std::move(clients)),
+        options_(std::move(options)) {
     if (metrics != nullptr) {
       publishes_ = metrics->AddCounter(
           "lustre_csi_publishes_total",
@@ -91,12 +102,6 @@ class SharedClientBackend : public MountBackend {
   }
 
   absl::string_view Mode() const override { return "lustre"; }
-  bool MakesMounts() const override { return true; }
-  volume::UnmountOptions TargetUnmountOptions() const override {
-    volume::UnmountOptions options;
-    options.force = false;  // MNT_FORCE on one bind would abort the shared client
-    return options;
-  }
   Readiness CheckReady() override {
     Readiness clients = clients_->CheckReady();
     if (!clients.status.ok()) return clients;
@@ -138,10 +143,6 @@ class SharedClientBackend : public MountBackend {
                 ") is not shared, so the volumes bound there would not reach the host: mount "
                 "the kubelet directory Bidirectional, and keep the client directory under it")),
             "propagation"};
-  }
-
-  absl::Status EnsureSubDir(const LustreSource& source) override {
-    return internal::EnsureSubDirIn(*this, source);
   }
 
   absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
@@ -214,7 +215,7 @@ class SharedClientBackend : public MountBackend {
   // a hung mount. (A target is the user of one client; the table shows it as
   // the user of several only where clients share a device, which separate
   // Lustre client mounts never do: it is let go of by each.)
-  void Released(const std::string& target) override {
+  void Release(const std::string& target) override {
     std::vector<std::string> names;
     {
       absl::MutexLock lock(&users_mu_);
