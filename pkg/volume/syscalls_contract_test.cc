@@ -1,0 +1,324 @@
+// The contract of Syscalls that the code above the seam relies on, run
+// against both implementations: LinuxSyscalls on a tmpfs in a private mount
+// namespace (mount_namespace_main.cc: the run fails, never skips, when it
+// cannot get one) and FakeSyscalls. Each case is written once; a difference
+// between the kernel and the fake fails one of the two runs.
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pkg/volume/errno_status.h"
+#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/linux/linux_syscalls.h"
+#include "pkg/volume/mount_table.h"
+#include "pkg/volume/syscalls.h"
+#include "pkg/volume/test_dir.h"
+
+namespace lustre_csi::volume {
+namespace {
+
+using ::testing::ElementsAre;
+
+// The kernel: a tmpfs of the test's own, set up with libc.
+class LinuxEnv {
+ public:
+  LinuxEnv() : sys_(NewLinuxSyscalls()), root_(dir_.Sub("fs")) {
+    MakeDir(root_);
+    mounted_ = mount("contract", root_.c_str(), "tmpfs", 0, "size=16m") == 0;
+  }
+  ~LinuxEnv() {
+    if (mounted_) umount2(root_.c_str(), MNT_DETACH);
+  }
+  bool ok() const { return mounted_; }
+  Syscalls& sys() { return *sys_; }
+  const std::string& root() const { return root_; }
+  // Missing parents are made, as the fake's set-up calls make them.
+  void AddDir(const std::string& rel) { std::filesystem::create_directories(root_ + "/" + rel); }
+  void AddFile(const std::string& rel, const std::string& content) {
+    Parents(rel);
+    WriteFile(root_ + "/" + rel, content);
+  }
+  void AddSymlink(const std::string& target, const std::string& rel) {
+    Parents(rel);
+    MakeSymlink(target, root_ + "/" + rel);
+  }
+
+ private:
+  void Parents(const std::string& rel) {
+    std::filesystem::create_directories(std::filesystem::path(root_ + "/" + rel).parent_path());
+  }
+
+  TestDir dir_;
+  std::unique_ptr<Syscalls> sys_;
+  std::string root_;
+  bool mounted_ = false;
+};
+
+// The fake: the same tree on a tmpfs of its own, set up with its set-up
+// calls.
+class FakeEnv {
+ public:
+  FakeEnv() : root_("/fs") {
+    fake_.SetAtomicBinds(true);
+    mounted_ = fake_.AddDir(root_).ok() && fake_.Mount("contract", root_, "tmpfs", 0, "").ok();
+  }
+  bool ok() const { return mounted_; }
+  Syscalls& sys() { return fake_; }
+  const std::string& root() const { return root_; }
+  void AddDir(const std::string& rel) { ASSERT_TRUE(fake_.AddDir(root_ + "/" + rel).ok()); }
+  void AddFile(const std::string& rel, const std::string& content) {
+    ASSERT_TRUE(fake_.AddFile(root_ + "/" + rel, 0644, content).ok());
+  }
+  void AddSymlink(const std::string& target, const std::string& rel) {
+    ASSERT_TRUE(fake_.AddSymlink(root_ + "/" + rel, target).ok());
+  }
+
+ private:
+  FakeSyscalls fake_;
+  std::string root_;
+  bool mounted_ = false;
+};
+
+template <typename Env>
+class SyscallsContractTest : public testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(env_.ok()) << "could not mount the test's tmpfs"; }
+  Syscalls& sys() { return env_.sys(); }
+  std::string At(const std::string& rel) const { return env_.root() + "/" + rel; }
+  const std::string& root() const { return env_.root(); }
+
+  Env env_;
+};
+
+using Implementations = testing::Types<LinuxEnv, FakeEnv>;
+class Names {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return std::is_same_v<T, LinuxEnv> ? "Linux" : "Fake";
+  }
+};
+TYPED_TEST_SUITE(SyscallsContractTest, Implementations, Names);
+
+TYPED_TEST(SyscallsContractTest, MkdirStatRmdir) {
+  Syscalls& sys = this->sys();
+  const std::string dir = this->At("d");
+  ASSERT_TRUE(sys.Mkdir(dir, 0755).ok());
+  EXPECT_EQ(sys.Mkdir(dir, 0755).code(), absl::StatusCode::kAlreadyExists);
+  absl::StatusOr<FileInfo> info = sys.Stat(dir);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(S_ISDIR(info->mode));
+  EXPECT_FALSE(info->mount_root);
+  this->env_.AddFile("d/f", "x");
+  EXPECT_EQ(ErrnoOf(sys.Rmdir(dir)), ENOTEMPTY);
+  EXPECT_EQ(sys.Stat(this->At("missing")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sys.Rmdir(this->At("missing")).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sys.Mkdir(this->At("missing/d"), 0755).code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<FileInfo> root = sys.Stat(this->root());
+  ASSERT_TRUE(root.ok());
+  EXPECT_TRUE(root->mount_root) << "the tmpfs's root is a mount root";
+  EXPECT_EQ(root->mount_id, info->mount_id) << "a directory is on its parent's mount";
+}
+
+TYPED_TEST(SyscallsContractTest, StatDoesNotFollowTheLastSymlink) {
+  this->env_.AddDir("a");
+  this->env_.AddSymlink("a", "link");
+  this->env_.AddSymlink("nowhere", "dangling");
+  absl::StatusOr<FileInfo> link = this->sys().Stat(this->At("link"));
+  ASSERT_TRUE(link.ok()) << link.status();
+  EXPECT_TRUE(S_ISLNK(link->mode));
+  absl::StatusOr<FileInfo> dangling = this->sys().Stat(this->At("dangling"));
+  ASSERT_TRUE(dangling.ok()) << dangling.status();
+  EXPECT_TRUE(S_ISLNK(dangling->mode));
+}
+
+TYPED_TEST(SyscallsContractTest, ResolveBeneathStaysBeneath) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("a/b");
+  this->env_.AddSymlink("a", "inside");
+  this->env_.AddSymlink("../..", "up");
+  this->env_.AddSymlink("/etc", "absolute");
+  absl::StatusOr<std::string> b = sys.ResolveBeneath(this->root(), "a/b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(*b, this->At("a/b"));
+  absl::StatusOr<std::string> through = sys.ResolveBeneath(this->root(), "inside/b");
+  ASSERT_TRUE(through.ok()) << through.status();
+  EXPECT_EQ(*through, this->At("a/b")) << "a symlink that stays beneath is followed";
+  for (const char* escape : {"..", "a/../..", "up", "up/x", "absolute", "/a"}) {
+    EXPECT_EQ(sys.ResolveBeneath(this->root(), escape).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << escape;
+  }
+  EXPECT_EQ(sys.ResolveBeneath(this->root(), "a/missing").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(SyscallsContractTest, StrictBeneathCallsRefuseEverySymlink) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("a");
+  this->env_.AddFile("a/f", "0123456789");
+  this->env_.AddSymlink("a", "inside");
+  this->env_.AddSymlink("a/f", "file-link");
+  ASSERT_TRUE(sys.MkdirBeneath(this->root(), "a/new", 0755).ok());
+  EXPECT_EQ(sys.MkdirBeneath(this->root(), "a/new", 0755).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(sys.MkdirBeneath(this->root(), "inside/new", 0755).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sys.MkdirBeneath(this->root(), "x/y", 0755).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sys.StatBeneath(this->root(), "file-link").status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "the last component too";
+  absl::StatusOr<FileInfo> f = sys.StatBeneath(this->root(), "a/f");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(S_ISREG(f->mode));
+  absl::StatusOr<std::string> head = sys.ReadFileBeneath(this->root(), "a/f", 4);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(*head, "0123");
+  EXPECT_EQ(sys.ReadFileBeneath(this->root(), "a", 4).status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "a directory is not a regular file";
+  EXPECT_EQ(sys.ReadFileBeneath(this->root(), "file-link", 4).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TYPED_TEST(SyscallsContractTest, MarkedDirHasExactlyTheModeAndTheMarker) {
+  Syscalls& sys = this->sys();
+  MarkedDirSpec spec;
+  spec.mode = 02770;
+  spec.uid = 0;
+  spec.gid = 0;
+  spec.marker_name = ".owner";
+  spec.marker_content = "volume=v1\n";
+  spec.marker_mode = 0444;
+  ASSERT_TRUE(sys.MakeMarkedDirBeneath(this->root(), "vol", spec).ok());
+  absl::StatusOr<FileInfo> dir = sys.Stat(this->At("vol"));
+  ASSERT_TRUE(dir.ok());
+  EXPECT_EQ(dir->mode & 07777, 02770u) << "no umask, set-group-ID kept";
+  absl::StatusOr<FileInfo> marker = sys.Stat(this->At("vol/.owner"));
+  ASSERT_TRUE(marker.ok());
+  EXPECT_EQ(marker->mode & 07777, 0444u);
+  absl::StatusOr<std::string> content = sys.ReadFileBeneath(this->root(), "vol/.owner", 100);
+  ASSERT_TRUE(content.ok());
+  EXPECT_EQ(*content, "volume=v1\n");
+  EXPECT_EQ(sys.MakeMarkedDirBeneath(this->root(), "vol", spec).code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TYPED_TEST(SyscallsContractTest, ListDirIsSortedWithoutDots) {
+  for (const char* name : {"b", "a", "c"}) this->env_.AddDir(std::string("l/") + name);
+  this->env_.AddFile("l/0", "");
+  absl::StatusOr<std::vector<std::string>> names = this->sys().ListDir(this->At("l"));
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_THAT(*names, ElementsAre("0", "a", "b", "c"));
+  EXPECT_EQ(this->sys().ListDir(this->At("nope")).status().code(), absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(SyscallsContractTest, WalkTreeGoesDirectoriesFirstAndNeverFollowsOrCrosses) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("w/d/e");
+  this->env_.AddFile("w/d/f", "x");
+  this->env_.AddDir("outside");
+  this->env_.AddFile("outside/secret", "x");
+  this->env_.AddSymlink("../outside", "w/link");
+  this->env_.AddDir("w/m");
+  ASSERT_TRUE(sys.Mount("other", this->At("w/m"), "tmpfs", 0, "").ok());
+  std::vector<std::string> seen;
+  absl::Status walked = sys.WalkTree(this->At("w"), {}, [&](const TreeEntry& e) {
+    seen.push_back(e.path);
+    return EntryChange{};
+  });
+  ASSERT_TRUE(walked.ok()) << walked;
+  EXPECT_TRUE(std::find(seen.begin(), seen.end(), "link") != seen.end()) << "the link is shown";
+  for (const std::string& path : seen) {
+    EXPECT_EQ(path.find("secret"), std::string::npos) << "followed the symlink";
+    EXPECT_NE(path, "m") << "entered another mount";
+  }
+  auto index = [&](const std::string& p) {
+    return std::find(seen.begin(), seen.end(), p) - seen.begin();
+  };
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front(), "");
+  EXPECT_LT(index("d"), index("d/e"));
+  EXPECT_LT(index("d"), index("d/f"));
+  TreeLimits shallow;
+  shallow.max_depth = 1;
+  EXPECT_EQ(
+      sys.WalkTree(this->At("w"), shallow, [](const TreeEntry&) { return EntryChange{}; }).code(),
+      absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(sys.Unmount(this->At("w/m"), 0).ok());
+}
+
+TYPED_TEST(SyscallsContractTest, RemoveTreeBeneathStopsAtMountsAndDepth) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("t/a/b");
+  this->env_.AddFile("t/a/b/f", "x");
+  this->env_.AddDir("kept");
+  this->env_.AddFile("kept/file", "x");
+  this->env_.AddSymlink("../kept", "t/link");
+  ASSERT_TRUE(sys.RemoveTreeBeneath(this->root(), "t", 256).ok());
+  EXPECT_EQ(sys.Stat(this->At("t")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(sys.Stat(this->At("kept/file")).ok()) << "a symlink is removed, not followed";
+
+  this->env_.AddDir("deep/1/2/3");
+  EXPECT_EQ(sys.RemoveTreeBeneath(this->root(), "deep", 1).code(),
+            absl::StatusCode::kResourceExhausted);
+
+  this->env_.AddDir("mounted/m");
+  ASSERT_TRUE(sys.Mount("other", this->At("mounted/m"), "tmpfs", 0, "").ok());
+  EXPECT_EQ(sys.RemoveTreeBeneath(this->root(), "mounted", 256).code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<FileInfo> m = sys.Stat(this->At("mounted/m"));
+  ASSERT_TRUE(m.ok()) << "the mount below is never entered";
+  EXPECT_TRUE(m->mount_root);
+  ASSERT_TRUE(sys.Unmount(this->At("mounted/m"), 0).ok());
+}
+
+TYPED_TEST(SyscallsContractTest, BindShowsInTheTableAndUnmountTakesIt) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("src");
+  this->env_.AddFile("src/f", "x");
+  this->env_.AddDir("dst");
+  ASSERT_TRUE(sys.Mount(this->At("src"), this->At("dst"), "", kMsBind, "").ok());
+  MountChecker checker(&sys);
+  absl::StatusOr<bool> mounted = checker.IsMountPoint(this->At("dst"));
+  ASSERT_TRUE(mounted.ok()) << mounted.status();
+  EXPECT_TRUE(*mounted);
+  EXPECT_TRUE(sys.Stat(this->At("dst/f")).ok());
+  ASSERT_TRUE(sys.Unmount(this->At("dst"), 0).ok());
+  mounted = checker.IsMountPoint(this->At("dst"));
+  ASSERT_TRUE(mounted.ok());
+  EXPECT_FALSE(*mounted);
+  EXPECT_EQ(ErrnoOf(sys.Unmount(this->At("dst"), 0)), EINVAL) << "not a mount point";
+}
+
+TYPED_TEST(SyscallsContractTest, BindBeneathSetsTheFlagsAndStaysBeneath) {
+  Syscalls& sys = this->sys();
+  ASSERT_TRUE(sys.PrepareBinds().ok());
+  this->env_.AddDir("vol/data");
+  this->env_.AddSymlink("../..", "vol/up");
+  this->env_.AddDir("target");
+  ASSERT_TRUE(sys.BindBeneath(this->root(), "vol/data", this->At("target"), kMsRdonly).ok());
+  absl::StatusOr<FsStats> stats = sys.Statfs(this->At("target"));
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_TRUE(stats->mount_flags & kMsRdonly);
+  ASSERT_TRUE(sys.Unmount(this->At("target"), 0).ok());
+  EXPECT_EQ(sys.BindBeneath(this->root(), "vol/up", this->At("target"), 0).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sys.BindBeneath(this->root(), "vol/missing", this->At("target"), 0).code(),
+            absl::StatusCode::kNotFound);
+  MountChecker checker(&sys);
+  absl::StatusOr<bool> mounted = checker.IsMountPoint(this->At("target"));
+  ASSERT_TRUE(mounted.ok());
+  EXPECT_FALSE(*mounted) << "a refused bind leaves nothing";
+}
+
+}  // namespace
+}  // namespace lustre_csi::volume
