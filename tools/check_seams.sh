@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seam_dir=pkg/volume/linux/
 # Test helpers: temporary directories, the fake plugins' socket files.
 test_helpers=(
-  pkg/volume/test_dir.cc
+  pkg/volume/testing/test_dir.cc
   pkg/csimanager/testing/test_util.cc
   pkg/csimanager/testing/fake_plugin.cc
 )

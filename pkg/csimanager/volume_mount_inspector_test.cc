@@ -3,7 +3,7 @@
 #include <sys/mount.h>
 
 #include "gtest/gtest.h"
-#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::csimanager {
 namespace {

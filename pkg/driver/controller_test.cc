@@ -3,8 +3,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/driver/fake_lfs.h"
-#include "pkg/volume/fake_syscalls.h"
 #include "pkg/volume/owned_dir.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::driver {
 namespace {

@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/fake_mount_namespace.h"
+#include "pkg/volume/testing/fake_mount_namespace.h"
 
 namespace lustre_csi::driver {
 namespace {

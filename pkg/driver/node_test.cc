@@ -11,8 +11,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/driver/services.h"
-#include "pkg/volume/fake_syscalls.h"
 #include "pkg/volume/safe_path.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::driver {
 namespace {

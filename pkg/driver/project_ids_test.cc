@@ -9,8 +9,8 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/volume/fake_syscalls.h"
 #include "pkg/volume/owned_dir.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::driver {
 namespace {

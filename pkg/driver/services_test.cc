@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "pkg/server/grpc_server.h"
-#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::driver {
 namespace {

@@ -11,8 +11,8 @@
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/node.h"
 #include "pkg/server/metrics.h"
-#include "pkg/volume/fake_mount_namespace.h"
-#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/testing/fake_mount_namespace.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::driver {
 namespace {

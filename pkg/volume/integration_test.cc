@@ -22,7 +22,7 @@
 #include "pkg/volume/mounter.h"
 #include "pkg/volume/ownership.h"
 #include "pkg/volume/syscalls_wrapper.h"
-#include "pkg/volume/test_dir.h"
+#include "pkg/volume/testing/test_dir.h"
 
 namespace lustre_csi::volume {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/fake_syscalls.h"
 #include "pkg/volume/linux/linux_syscalls.h"
-#include "pkg/volume/test_dir.h"
+#include "pkg/volume/testing/fake_syscalls.h"
+#include "pkg/volume/testing/test_dir.h"
 
 namespace lustre_csi::volume {
 namespace {

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::volume {
 namespace {

@@ -18,10 +18,10 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/fake_syscalls.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls_wrapper.h"
-#include "pkg/volume/test_dir.h"
+#include "pkg/volume/testing/fake_syscalls.h"
+#include "pkg/volume/testing/test_dir.h"
 
 namespace lustre_csi::volume {
 namespace {

@@ -16,9 +16,9 @@
 #include "pkg/csimanager/state_store.h"
 #include "pkg/csimanager/testing/fake_plugin.h"
 #include "pkg/csimanager/testing/test_util.h"
-#include "pkg/volume/fake_dir_watch.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/syscalls_wrapper.h"
+#include "pkg/volume/testing/fake_dir_watch.h"
 
 namespace lustre_csi::csimanager {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "pkg/csimanager/mount_inspector.h"
-#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::csimanager::fakes {
 

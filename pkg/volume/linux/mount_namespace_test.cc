@@ -23,7 +23,7 @@
 #include "pkg/volume/linux/linux_mount_namespace.h"
 #include "pkg/volume/linux/namespace_threads.h"
 #include "pkg/volume/linux/process.h"
-#include "pkg/volume/test_dir.h"
+#include "pkg/volume/testing/test_dir.h"
 
 namespace lustre_csi::volume {
 namespace {

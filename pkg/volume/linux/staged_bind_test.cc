@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/linux/linux_syscalls.h"
-#include "pkg/volume/test_dir.h"
+#include "pkg/volume/testing/test_dir.h"
 
 namespace lustre_csi::volume {
 namespace {

@@ -4,8 +4,8 @@
 // host namespace" is simply a mount in that fake. Exists also finds what
 // that Syscalls has (the tree both sides share), except below a path given
 // to SetNotShared. Every program run is recorded. Thread-safe.
-#ifndef LUSTRE_CSI_PKG_VOLUME_FAKE_MOUNT_NAMESPACE_H_
-#define LUSTRE_CSI_PKG_VOLUME_FAKE_MOUNT_NAMESPACE_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_MOUNT_NAMESPACE_H_
+#define LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_MOUNT_NAMESPACE_H_
 
 #include <functional>
 #include <map>
@@ -70,4 +70,4 @@ class FakeMountNamespace : public MountNamespace {
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_FAKE_MOUNT_NAMESPACE_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_MOUNT_NAMESPACE_H_

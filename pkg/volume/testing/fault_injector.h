@@ -12,8 +12,8 @@
 // destructor) releases every hung call and waits until every Call has
 // ended, so no call touches the implementation after it is gone.
 // Thread-safe.
-#ifndef LUSTRE_CSI_PKG_VOLUME_FAULT_INJECTOR_H_
-#define LUSTRE_CSI_PKG_VOLUME_FAULT_INJECTOR_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_INJECTOR_H_
+#define LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_INJECTOR_H_
 
 #include <array>
 
@@ -90,4 +90,4 @@ class FaultInjector {
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_FAULT_INJECTOR_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_INJECTOR_H_

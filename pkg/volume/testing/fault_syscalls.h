@@ -4,15 +4,15 @@
 // pass go to the wrapped implementation unchanged. BindMountWithFlags and
 // BindBeneath count as kMount. The target is borrowed and must outlive the
 // wrapper. Thread-safe when the target is.
-#ifndef LUSTRE_CSI_PKG_VOLUME_FAULT_SYSCALLS_H_
-#define LUSTRE_CSI_PKG_VOLUME_FAULT_SYSCALLS_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_SYSCALLS_H_
+#define LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_SYSCALLS_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "pkg/volume/fault_injector.h"
 #include "pkg/volume/syscalls_wrapper.h"
+#include "pkg/volume/testing/fault_injector.h"
 
 namespace lustre_csi::volume {
 
@@ -54,4 +54,4 @@ class FaultSyscalls : public SyscallsWrapper, public FaultInjector {
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_FAULT_SYSCALLS_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_SYSCALLS_H_

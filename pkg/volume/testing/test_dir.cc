@@ -1,4 +1,4 @@
-#include "pkg/volume/test_dir.h"
+#include "pkg/volume/testing/test_dir.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -1,4 +1,4 @@
-#include "pkg/volume/fake_dir_watch.h"
+#include "pkg/volume/testing/fake_dir_watch.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "pkg/volume/fault_injector.h"
+#include "pkg/volume/testing/fault_injector.h"
 
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"

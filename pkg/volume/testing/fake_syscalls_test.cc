@@ -1,4 +1,4 @@
-#include "pkg/volume/fake_syscalls.h"
+#include "pkg/volume/testing/fake_syscalls.h"
 
 #include <sys/mount.h>
 #include <sys/stat.h>

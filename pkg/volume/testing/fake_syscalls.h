@@ -18,8 +18,8 @@
 // are taken from "/". The set-up methods (AddDir, AddFile, ...) neither count
 // nor fail. Thread-safe; the destructor releases hung calls and waits for
 // every call in flight to return.
-#ifndef LUSTRE_CSI_PKG_VOLUME_FAKE_SYSCALLS_H_
-#define LUSTRE_CSI_PKG_VOLUME_FAKE_SYSCALLS_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_SYSCALLS_H_
+#define LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_SYSCALLS_H_
 
 #include <array>
 #include <atomic>
@@ -34,9 +34,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/volume/fake_dir_watch.h"
-#include "pkg/volume/fault_injector.h"
 #include "pkg/volume/syscalls.h"
+#include "pkg/volume/testing/fake_dir_watch.h"
+#include "pkg/volume/testing/fault_injector.h"
 
 namespace lustre_csi::volume {
 
@@ -190,4 +190,4 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_FAKE_SYSCALLS_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_SYSCALLS_H_

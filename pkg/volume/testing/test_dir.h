@@ -1,7 +1,7 @@
 // A temporary directory for tests, under $TEST_TMPDIR, removed (with all it
 // holds) when the object goes out of scope. Test-only; not thread-safe.
-#ifndef LUSTRE_CSI_PKG_VOLUME_TEST_DIR_H_
-#define LUSTRE_CSI_PKG_VOLUME_TEST_DIR_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_TEST_DIR_H_
+#define LUSTRE_CSI_PKG_VOLUME_TESTING_TEST_DIR_H_
 
 #include <string>
 
@@ -30,4 +30,4 @@ void MakeSymlink(const std::string& target, const std::string& path);
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_TEST_DIR_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_TESTING_TEST_DIR_H_

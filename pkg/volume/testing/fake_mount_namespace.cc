@@ -1,4 +1,4 @@
-#include "pkg/volume/fake_mount_namespace.h"
+#include "pkg/volume/testing/fake_mount_namespace.h"
 
 #include <cerrno>
 

@@ -1,4 +1,4 @@
-#include "pkg/volume/fault_syscalls.h"
+#include "pkg/volume/testing/fault_syscalls.h"
 
 #include "absl/strings/str_cat.h"
 

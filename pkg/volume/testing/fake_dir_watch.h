@@ -1,7 +1,7 @@
 // A DirWatch whose events come from whoever holds it: a test, or
 // FakeSyscalls when its in-memory tree changes. Thread-safe.
-#ifndef LUSTRE_CSI_PKG_VOLUME_FAKE_DIR_WATCH_H_
-#define LUSTRE_CSI_PKG_VOLUME_FAKE_DIR_WATCH_H_
+#ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_DIR_WATCH_H_
+#define LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_DIR_WATCH_H_
 
 #include <memory>
 #include <vector>
@@ -49,4 +49,4 @@ class FakeDirWatch : public DirWatch {
 
 }  // namespace lustre_csi::volume
 
-#endif  // LUSTRE_CSI_PKG_VOLUME_FAKE_DIR_WATCH_H_
+#endif  // LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_DIR_WATCH_H_
