@@ -108,13 +108,19 @@ std::vector<pid_t> ProcessesNamed(const std::string& prefix) {
   return out;
 }
 
-// Removes the cgroup `relative` (and what is beneath it) from every
-// hierarchy under /sys/fs/cgroup; says which could not be removed.
+// Removes the cgroup `relative` (and what is beneath it) from the unified
+// hierarchy (cgroup v2: /sys/fs/cgroup itself) and from every hierarchy
+// under /sys/fs/cgroup (v1, or v2's unified/ of a hybrid); says which could
+// not be removed.
 std::vector<std::string> RemoveCgroups(const std::string& relative) {
   std::vector<std::string> left;
   std::error_code ec;
-  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup", ec)) {
-    std::string top = hierarchy.path().string() + relative;
+  std::vector<std::string> hierarchies = {"/sys/fs/cgroup"};
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/fs/cgroup", ec)) {
+    if (entry.is_directory(ec)) hierarchies.push_back(entry.path().string());
+  }
+  for (const std::string& hierarchy : hierarchies) {
+    std::string top = hierarchy + relative;
     if (!std::filesystem::is_directory(top)) continue;
     std::vector<std::string> dirs;
     for (auto it = std::filesystem::recursive_directory_iterator(top, ec);
@@ -230,18 +236,22 @@ absl::Status Containerd::Stop() {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
   std::vector<std::string> problems;
-  // Pods a test left (it should not have): stop and remove them.
-  runtime::v1::ListPodSandboxRequest list;
+  // Pods a test left (it should not have): stop and remove them. (Start
+  // may have failed before the CRI was reached, or before containerd ran.)
   runtime::v1::ListPodSandboxResponse pods;
-  if (absl::Status s =
-          Call(*runtime_, &RuntimeService::Stub::ListPodSandbox, "ListPodSandbox", list, &pods);
-      !s.ok()) {
-    problems.push_back(std::string(s.message()));
+  if (runtime_ != nullptr) {
+    runtime::v1::ListPodSandboxRequest list;
+    if (absl::Status s =
+            Call(*runtime_, &RuntimeService::Stub::ListPodSandbox, "ListPodSandbox", list, &pods);
+        !s.ok()) {
+      problems.push_back(std::string(s.message()));
+    }
   }
   for (const runtime::v1::PodSandbox& pod : pods.items()) {
-    problems.push_back("pod " + pod.metadata().name() + " was left running");
+    problems.push_back("pod " + pod.metadata().name() + " was left behind");
     RemovePod(*runtime_, pod.id());
   }
+  if (daemon_ == nullptr) return absl::OkStatus();
   daemon_->Signal(SIGTERM);
   if (daemon_->Wait(absl::Seconds(20)) == -1) {
     problems.push_back("containerd did not stop on SIGTERM");

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 
 namespace lustre_csi::e2e {
@@ -73,6 +74,16 @@ absl::Status CheckHostPath(const Volume& v) {
 
 absl::StatusOr<CriPod> TranslatePod(const PodSpec& spec, const KubeletNode& node,
                                     const std::string& uid, const std::string& suffix) {
+  // What the kubelet refuses before it prepares anything.
+  for (const VolumeMount& m : spec.mounts) {
+    if (spec.volumes.count(m.name) == 0) {
+      return absl::InvalidArgumentError("volumeMount " + m.name + " has no volume");
+    }
+    if (m.propagation == "Bidirectional" && !spec.privileged) {
+      return absl::InvalidArgumentError("Bidirectional mount propagation of " + m.name +
+                                        " needs a privileged container");
+    }
+  }
   CriPod pod;
   pod.uid = uid;
   pod.pod_dir = absl::StrCat(node.root_dir, "/pods/", uid);
@@ -112,6 +123,13 @@ absl::StatusOr<CriPod> TranslatePod(const PodSpec& spec, const KubeletNode& node
   // The node side: the pod's directory, its emptyDirs, its hosts file and
   // the container's termination log.
   if (absl::Status s = MkdirAll(pod.pod_dir, 0750); !s.ok()) return s;
+  // A refusal below takes the pod's directory back (hostPaths it made stay,
+  // as the kubelet leaves them).
+  bool prepared = false;
+  absl::Cleanup unprepare = [&] {
+    std::error_code ec;
+    if (!prepared) std::filesystem::remove_all(pod.pod_dir, ec);
+  };
   for (const auto& [name, v] : spec.volumes) {
     if (!v.host_path.empty()) {
       if (absl::Status s = CheckHostPath(v); !s.ok()) return s;
@@ -150,10 +168,6 @@ absl::StatusOr<CriPod> TranslatePod(const PodSpec& spec, const KubeletNode& node
     kv->set_value(v);
   }
   for (const VolumeMount& m : spec.mounts) {
-    if (m.propagation == "Bidirectional" && !spec.privileged) {
-      return absl::InvalidArgumentError("Bidirectional mount propagation of " + m.name +
-                                        " needs a privileged container");
-    }
     runtime::v1::Mount* mount = c.add_mounts();
     mount->set_container_path(m.mount_path);
     mount->set_host_path(pod.volume_paths.at(m.name));
@@ -197,6 +211,7 @@ absl::StatusOr<CriPod> TranslatePod(const PodSpec& spec, const KubeletNode& node
     for (const char* p : kMaskedPaths) sc->add_masked_paths(p);
     for (const char* p : kReadonlyPaths) sc->add_readonly_paths(p);
   }
+  prepared = true;
   return pod;
 }
 

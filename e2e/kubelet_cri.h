@@ -4,8 +4,10 @@
 // for them (hostPath types, emptyDirs, the pod's /etc/hosts and termination
 // log). Written from the kubelet's documented behaviour (kuberuntime's
 // sandbox and container configs). Only what the project's manifests use is
-// translated; hostPath types, env sources and securityContext fields it does
-// not know are refused (pod_spec.h, TranslatePod), not dropped.
+// translated; container fields, pod fields that reach the runtime
+// (initContainers, securityContext, ...), env sources, securityContext and
+// hostPath types it does not know are refused (LoadPodSpec, TranslatePod),
+// not dropped.
 #ifndef LUSTRE_CSI_E2E_KUBELET_CRI_H_
 #define LUSTRE_CSI_E2E_KUBELET_CRI_H_
 

@@ -222,6 +222,8 @@ TEST_F(KubeletCriTest, RefusesWhatTheKubeletRefuses) {
   absl::StatusOr<CriPod> pod = TranslatePod(unprivileged, node_, "uid-4", "");
   EXPECT_EQ(pod.status().code(), absl::StatusCode::kInvalidArgument) << pod.status();
   EXPECT_THAT(pod.status().message(), HasSubstr("Bidirectional"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Join("kubelet") + "/pods/uid-4"))
+      << "refused before anything was prepared";
 
   PodSpec missing = Node();
   missing.volumes["kubelet"].host_path = dir_.Join("no-such-dir");
@@ -229,6 +231,8 @@ TEST_F(KubeletCriTest, RefusesWhatTheKubeletRefuses) {
   EXPECT_EQ(pod.status().code(), absl::StatusCode::kFailedPrecondition) << pod.status();
   EXPECT_FALSE(std::filesystem::exists(dir_.Join("no-such-dir")))
       << "type Directory is checked, never created";
+  EXPECT_FALSE(std::filesystem::exists(dir_.Join("kubelet") + "/pods/uid-5"))
+      << "a refusal takes the pod's directory back";
 }
 
 }  // namespace

@@ -440,7 +440,10 @@ TEST_F(PodTest, SharedClientsOnOlderKernels) {
     spec.emulated_kernel = kernel;
     ASSERT_NO_FATAL_FAILURE(StartNode(spec));
     EXPECT_TRUE(Ready()) << container_->Log();
-    EXPECT_THAT(container_->Log(), HasSubstr("fallbacks in use for "));
+    // The runtime copies the container's output to its log as it comes.
+    EXPECT_TRUE(WaitUntil([&] {
+      return absl::StrContains(container_->Log(), "fallbacks in use for ");
+    })) << container_->Log();
     ASSERT_TRUE(Publish("p1", "team-a").ok()) << container_->Log();
     const std::string ro = "/var/lib/kubelet/pods/p2/volumes/kubernetes.io~csi/pv1/mount";
     std::filesystem::create_directories(std::filesystem::path(ro).parent_path());
@@ -614,9 +617,12 @@ TEST_F(PodTest, NomadNodeJobWithTheWrongStateDirIsNotReadyAndSaysWhy) {
       absl::StrCat("/var/lib/nomad/client/csi/plugins/", kNomadPluginAlloc, "/csi.sock");
   ASSERT_NO_FATAL_FAILURE(StartNode(*spec, socket));
   EXPECT_FALSE(Ready()) << container_->Log();
-  EXPECT_THAT(container_->Log(), HasSubstr("client_state_dir must be the client's state_dir"));
-  EXPECT_THAT(container_->Log(),
-              HasSubstr(absl::StrCat(kNomadStateDir, "/csi/node/", kDriver, "/work")));
+  const std::string work = absl::StrCat(kNomadStateDir, "/csi/node/", kDriver, "/work");
+  EXPECT_TRUE(WaitUntil([&] {
+    std::string log = container_->Log();
+    return absl::StrContains(log, "client_state_dir must be the client's state_dir") &&
+           absl::StrContains(log, work);
+  })) << container_->Log();
   node_.reset();
   identity_.reset();
   EXPECT_EQ(container_->Stop(), 0) << container_->Log();

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 
 namespace lustre_csi::e2e {
@@ -67,6 +69,11 @@ absl::StatusOr<PodSpec> LoadPodSpec(const std::string& yaml, const std::string& 
     spec.namespace_ = doc["metadata"]["namespace"].as<std::string>("default");
     spec.container = container;
     YAML::Node pod = kind == "Pod" ? doc["spec"] : doc["spec"]["template"]["spec"];
+    for (const char* key :
+         {"initContainers", "securityContext", "hostIPC", "shareProcessNamespace"}) {
+      if (pod[key])
+        return absl::UnimplementedError(absl::StrCat("pod ", key, " is not translated"));
+    }
     spec.host_pid = pod["hostPID"].as<bool>(false);
     spec.host_network = pod["hostNetwork"].as<bool>(false);
     for (const YAML::Node& v : pod["volumes"]) {
@@ -82,6 +89,18 @@ absl::StatusOr<PodSpec> LoadPodSpec(const std::string& yaml, const std::string& 
     }
     for (const YAML::Node& c : pod["containers"]) {
       if (c["name"].as<std::string>("") != container) continue;
+      // What a runtime sees of a container; scheduling-only fields
+      // (resources) do not reach it.
+      static const std::set<std::string> kTranslated = {
+          "name",           "image",     "imagePullPolicy", "command",
+          "args",           "env",       "ports",           "livenessProbe",
+          "readinessProbe", "resources", "securityContext", "volumeMounts"};
+      for (const auto& field : c) {
+        if (kTranslated.count(field.first.as<std::string>()) == 0) {
+          return absl::UnimplementedError("container field " + field.first.as<std::string>() +
+                                          " is not translated");
+        }
+      }
       spec.image = c["image"].as<std::string>("");
       if (YAML::Node sc = c["securityContext"]) {
         for (const auto& field : sc) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -45,6 +46,31 @@ absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source) {
 }
 
 absl::Status MountingMode::Publish(const PublishTarget& t) {
+  if (absl::Status s = MountHoldingSlot(t); !s.ok() || !t.volume_mount_group.has_value()) {
+    return s;
+  }
+  if (t.read_only) {
+    LOG(INFO) << "volume at " << t.target << " is read-only; fsGroup " << *t.volume_mount_group
+              << " not applied";
+    return absl::OkStatus();
+  }
+  absl::Status status =
+      volume::SetVolumeOwnership(*sys_, t.target, *t.volume_mount_group,
+                                 /*read_only=*/false, volume::FsGroupChangePolicy::kOnRootMismatch);
+  if (status.ok()) return status;
+  absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, target_unmount_);
+  if (!undo.ok()) LOG(ERROR) << "undoing mount at " << t.target << ": " << undo;
+  Release(t.target);
+  return volume::Annotate(status, "applying fsGroup");
+}
+
+absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
+  if (t.slots != nullptr) {
+    if (absl::Status s = t.slots->Acquire(); !s.ok()) return s;
+  }
+  absl::Cleanup release = [&t] {
+    if (t.slots != nullptr) t.slots->Release();
+  };
   absl::Status status = Mount(t.source, t.target, t.options);
   if (status.code() == absl::StatusCode::kNotFound && !t.source.sub_dir.empty()) {
     // Most likely the sub-dir does not exist yet: create it and try again.
@@ -53,20 +79,7 @@ absl::Status MountingMode::Publish(const PublishTarget& t) {
     status = EnsureSubDirIn(*this, t.source);
     if (status.ok()) status = Mount(t.source, t.target, t.options);
   }
-  if (!status.ok() || !t.volume_mount_group.has_value()) return status;
-  if (t.read_only) {
-    LOG(INFO) << "volume at " << t.target << " is read-only; fsGroup " << *t.volume_mount_group
-              << " not applied";
-    return absl::OkStatus();
-  }
-  status =
-      volume::SetVolumeOwnership(*sys_, t.target, *t.volume_mount_group,
-                                 /*read_only=*/false, volume::FsGroupChangePolicy::kOnRootMismatch);
-  if (status.ok()) return status;
-  absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, target_unmount_);
-  if (!undo.ok()) LOG(ERROR) << "undoing mount at " << t.target << ": " << undo;
-  Release(t.target);
-  return volume::Annotate(status, "applying fsGroup");
+  return status;
 }
 
 absl::Status MountingMode::Unpublish(const std::string& target) {

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "pkg/driver/mount_slots.h"
 #include "pkg/server/metrics.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/mount_namespace.h"
@@ -78,6 +79,8 @@ struct PublishTarget {
   std::vector<std::string> options;  // ready for -o ("ro" first when read-only)
   bool read_only = false;
   std::optional<uint32_t> volume_mount_group;  // fsGroup, when the CO passes one
+  // Held while the mode mounts; null: no bound.
+  MountSlots* slots = nullptr;
 };
 
 // A mount mode owns a node's publish and unpublish from start to end.
@@ -92,8 +95,10 @@ class MountBackend : public FileSystemAccess {
 
   // Publishes `t`: mounts the source on the target (a sub-dir is mounted
   // directly; only when it does not exist is it created first, through the
-  // file system's root, and mounted again) and gives a writable volume the
-  // group asked for. On failure nothing is left mounted on the target.
+  // file system's root, and mounted again), holding one of `t.slots` while
+  // it mounts, and gives a writable volume the group asked for. On failure
+  // it unmounts what it mounted (an unmount that fails is logged, and the
+  // target then still holds the mount).
   virtual absl::Status Publish(const PublishTarget& t) = 0;
 
   // Whether the mount on `target` (a mount point) is `source` mounted with
@@ -112,8 +117,8 @@ class MountBackend : public FileSystemAccess {
   virtual absl::Status Repair(const std::string& target) = 0;
 
   // Whether `path` holds a volume this mode published: a mount point (mock
-  // mode makes none: a directory). NOT_FOUND for a path that does not exist;
-  // a corrupted mount's error as it is.
+  // mode makes none: any path that exists). NOT_FOUND for a path that does
+  // not exist; a corrupted mount's error as it is.
   virtual absl::StatusOr<bool> IsPublished(const std::string& path) = 0;
 
   // Mounts `source` on the existing directory `target`, and nothing else:

@@ -30,8 +30,8 @@ class MountingMode : public MountBackend {
   explicit MountingMode(volume::Syscalls* sys, volume::UnmountOptions target_unmount = {})
       : sys_(sys), target_unmount_(target_unmount) {}
 
-  // Mount; on NOT_FOUND for a sub-dir, EnsureSubDirIn and Mount again; then
-  // fsGroup (not on a read-only volume). A failure after the mount undoes it.
+  // MountHoldingSlot; then fsGroup (not on a read-only volume). A failure
+  // after the mount undoes it.
   absl::Status Publish(const PublishTarget& t) final;
   // volume::CleanupMountPoint, then Release (also after a failure: the
   // unmount may have worked before a later step failed).
@@ -47,6 +47,10 @@ class MountingMode : public MountBackend {
   virtual void Release(const std::string& target) {}
 
  private:
+  // Mount, holding one of t.slots; on NOT_FOUND for a sub-dir, EnsureSubDirIn
+  // and Mount again.
+  absl::Status MountHoldingSlot(const PublishTarget& t);
+
   volume::Syscalls* const sys_;
   const volume::UnmountOptions target_unmount_;
 };

@@ -61,7 +61,11 @@ absl::Status ValidateTargetPath(const std::string& path) {
 
 NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend,
                      ReadinessMonitor* readiness)
-    : options_(std::move(options)), sys_(sys), backend_(backend), readiness_(readiness) {}
+    : options_(std::move(options)),
+      sys_(sys),
+      backend_(backend),
+      readiness_(readiness),
+      mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout) {}
 
 absl::Status NodeLogic::Publish(const PublishRequest& req) {
   if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;
@@ -140,8 +144,8 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
     }
   }
   if (status.ok()) {
-    status =
-        PublishWithSlot({source, req.target_path, *options, req.read_only, req.volume_mount_group});
+    status = backend_->Publish(
+        {source, req.target_path, *options, req.read_only, req.volume_mount_group, &mount_slots_});
   }
   if (!status.ok() && created_target) {
     absl::Status removed = sys_->Rmdir(req.target_path);
@@ -159,24 +163,6 @@ std::optional<std::optional<uint32_t>> NodeLogic::PublishedGroup(const std::stri
   auto it = published_groups_.find(target);
   if (it == published_groups_.end()) return std::nullopt;
   return it->second;
-}
-
-absl::Status NodeLogic::PublishWithSlot(const PublishTarget& t) {
-  {
-    absl::MutexLock lock(&slots_mu_);
-    auto free_slot = [this]() ABSL_SHARED_LOCKS_REQUIRED(slots_mu_) {
-      return slots_in_use_ < options_.max_concurrent_mounts;
-    };
-    if (!slots_mu_.AwaitWithTimeout(absl::Condition(&free_slot), options_.mount_slot_timeout)) {
-      return absl::UnavailableError(absl::StrCat("all ", options_.max_concurrent_mounts,
-                                                 " mount slots stayed busy; retry later"));
-    }
-    ++slots_in_use_;
-  }
-  absl::Status status = backend_->Publish(t);
-  absl::MutexLock lock(&slots_mu_);
-  --slots_in_use_;
-  return status;
 }
 
 absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::string& target_path) {

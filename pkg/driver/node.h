@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "pkg/driver/mount_backend.h"
+#include "pkg/driver/mount_slots.h"
 #include "pkg/driver/readiness.h"
 #include "pkg/driver/volume_locks.h"
 #include "pkg/volume/metrics.h"
@@ -70,8 +71,9 @@ class NodeLogic {
   // corrupted mount there is unmounted and mounted again. A node that cannot
   // mount (readiness) fails with FAILED_PRECONDITION before trying. A sub-dir
   // is mounted directly; only when it does not exist is it created first
-  // (through a root mount) and mounted again. On failure nothing is left
-  // mounted and a target directory this call created is removed.
+  // (through a root mount) and mounted again. On failure what was mounted is
+  // unmounted again (an unmount that fails is logged) and a target directory
+  // this call created is removed.
   absl::Status Publish(const PublishRequest& req);
 
   // Unmounts everything on `target_path` (escalating when needed) and removes
@@ -91,7 +93,6 @@ class NodeLogic {
 
  private:
   absl::Status PublishLocked(const PublishRequest& req);
-  absl::Status PublishWithSlot(const PublishTarget& t);
 
   const NodeOptions options_;
   volume::Syscalls* const sys_;
@@ -102,8 +103,7 @@ class NodeLogic {
   std::optional<std::optional<uint32_t>> PublishedGroup(const std::string& target);
   absl::Mutex groups_mu_;
   std::map<std::string, std::optional<uint32_t>> published_groups_ ABSL_GUARDED_BY(groups_mu_);
-  absl::Mutex slots_mu_;
-  int slots_in_use_ ABSL_GUARDED_BY(slots_mu_) = 0;
+  MountSlots mount_slots_;
 };
 
 // Checks an absolute, NUL-free, normalised target path of bounded length.

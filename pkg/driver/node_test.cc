@@ -155,6 +155,53 @@ TEST_F(NodeTest, MountSlotsBoundConcurrentMounts) {
   EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok()) << "slot not returned";
 }
 
+// A slot bounds mounts in flight, not a publish's fsGroup walk, which can
+// take long on a big volume.
+TEST_F(NodeTest, FsGroupWalkHoldsNoMountSlot) {
+  NodeOptions options;
+  options.max_concurrent_mounts = 1;
+  options.mount_slot_timeout = absl::Milliseconds(50);
+  MakeLogic(options);
+  PublishRequest grouped = Request("/pods/a");
+  grouped.volume_mount_group = 4000;
+  sys_.HangNext(SyscallOp::kWalkTree);
+  absl::Status first;
+  std::thread publisher([&] { first = logic_->Publish(grouped); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kWalkTree, 1, absl::Seconds(10)));
+  absl::Status second = logic_->Publish(Request("/pods/b"));
+  EXPECT_TRUE(second.ok()) << second;
+  sys_.Release(SyscallOp::kWalkTree);
+  publisher.join();
+  EXPECT_TRUE(first.ok()) << first;
+}
+
+TEST_F(NodeTest, FsGroupFailureUndoesTheMount) {
+  PublishRequest grouped = Request("/pods/a");
+  grouped.volume_mount_group = 4000;
+  sys_.FailNext(SyscallOp::kWalkTree, EIO);
+  absl::Status s = logic_->Publish(grouped);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("fsGroup"));
+  EXPECT_EQ(sys_.MountCount(), 0) << "the mount was not undone";
+  EXPECT_FALSE(sys_.Exists("/pods/a")) << "the target this call made stays";
+}
+
+// Mock mode (the conformance suites'): a publish leaves a directory and no
+// mount; stats and unpublish take it as published.
+TEST_F(NodeTest, MockModePublishesDirectories) {
+  backend_ = NewMockBackend(&sys_);
+  MakeLogic(NodeOptions{});
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  EXPECT_TRUE(sys_.Exists("/pods/a"));
+  EXPECT_EQ(sys_.MountCount(), 0);
+  EXPECT_TRUE(logic_->Publish(Request("/pods/a")).ok()) << "a repeat";
+  absl::StatusOr<VolumeStats> stats = logic_->Stats("v", "/pods/a");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(logic_->Stats("v", "/pods/none").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+}
+
 TEST_F(NodeTest, UnpublishIsIdempotentAndRemovesOnlyTheTarget) {
   EXPECT_TRUE(logic_->Unpublish("v", "/pods/never").ok());
   ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());

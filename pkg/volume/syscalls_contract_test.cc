@@ -125,6 +125,8 @@ TYPED_TEST(SyscallsContractTest, MkdirStatRmdir) {
   EXPECT_EQ(sys.Mkdir(this->At("missing/d"), 0755).code(), absl::StatusCode::kNotFound);
   absl::StatusOr<FileInfo> root = sys.Stat(this->root());
   ASSERT_TRUE(root.ok());
+  // The kernels these machines run report both (statx, Linux 5.8).
+  ASSERT_TRUE(root->has_mount_root && root->has_mount_id && info->has_mount_id);
   EXPECT_TRUE(root->mount_root) << "the tmpfs's root is a mount root";
   EXPECT_EQ(root->mount_id, info->mount_id) << "a directory is on its parent's mount";
 }
@@ -193,15 +195,17 @@ TYPED_TEST(SyscallsContractTest, MarkedDirHasExactlyTheModeAndTheMarker) {
   Syscalls& sys = this->sys();
   MarkedDirSpec spec;
   spec.mode = 02770;
-  spec.uid = 0;
-  spec.gid = 0;
+  spec.uid = 4242;
+  spec.gid = 4343;
   spec.marker_name = ".owner";
   spec.marker_content = "volume=v1\n";
   spec.marker_mode = 0444;
   ASSERT_TRUE(sys.MakeMarkedDirBeneath(this->root(), "vol", spec).ok());
   absl::StatusOr<FileInfo> dir = sys.Stat(this->At("vol"));
   ASSERT_TRUE(dir.ok());
-  EXPECT_EQ(dir->mode & 07777, 02770u) << "no umask, set-group-ID kept";
+  EXPECT_EQ(dir->mode & 07777, 02770u) << "no umask, set-group-ID kept after the chown";
+  EXPECT_EQ(dir->uid, 4242u);
+  EXPECT_EQ(dir->gid, 4343u);
   absl::StatusOr<FileInfo> marker = sys.Stat(this->At("vol/.owner"));
   ASSERT_TRUE(marker.ok());
   EXPECT_EQ(marker->mode & 07777, 0444u);
@@ -230,6 +234,7 @@ TYPED_TEST(SyscallsContractTest, WalkTreeGoesDirectoriesFirstAndNeverFollowsOrCr
   this->env_.AddSymlink("../outside", "w/link");
   this->env_.AddDir("w/m");
   ASSERT_TRUE(sys.Mount("other", this->At("w/m"), "tmpfs", 0, "").ok());
+  this->env_.AddFile("w/m/on-the-other-mount", "x");
   std::vector<std::string> seen;
   absl::Status walked = sys.WalkTree(this->At("w"), {}, [&](const TreeEntry& e) {
     seen.push_back(e.path);
@@ -239,13 +244,17 @@ TYPED_TEST(SyscallsContractTest, WalkTreeGoesDirectoriesFirstAndNeverFollowsOrCr
   EXPECT_TRUE(std::find(seen.begin(), seen.end(), "link") != seen.end()) << "the link is shown";
   for (const std::string& path : seen) {
     EXPECT_EQ(path.find("secret"), std::string::npos) << "followed the symlink";
-    EXPECT_NE(path, "m") << "entered another mount";
+    EXPECT_NE(path, "m") << "showed another mount";
+    EXPECT_EQ(path.find("on-the-other-mount"), std::string::npos) << "entered another mount";
   }
   auto index = [&](const std::string& p) {
     return std::find(seen.begin(), seen.end(), p) - seen.begin();
   };
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.front(), "");
+  for (const char* p : {"d", "d/e", "d/f"}) {
+    ASSERT_LT(index(p), static_cast<long>(seen.size())) << p << " was not shown";
+  }
   EXPECT_LT(index("d"), index("d/e"));
   EXPECT_LT(index("d"), index("d/f"));
   TreeLimits shallow;
@@ -292,10 +301,20 @@ TYPED_TEST(SyscallsContractTest, BindShowsInTheTableAndUnmountTakesIt) {
   ASSERT_TRUE(mounted.ok()) << mounted.status();
   EXPECT_TRUE(*mounted);
   EXPECT_TRUE(sys.Stat(this->At("dst/f")).ok());
+  // The mount table (ReadMountInfo, parsed) shows the bind: the source's
+  // file system, with the source directory as its root.
+  absl::StatusOr<std::optional<MountEntry>> entry = checker.FindMountAt(this->At("dst"));
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  ASSERT_TRUE(entry->has_value());
+  EXPECT_EQ((*entry)->fs_type, "tmpfs");
+  EXPECT_EQ((*entry)->root, "/src");
   ASSERT_TRUE(sys.Unmount(this->At("dst"), 0).ok());
   mounted = checker.IsMountPoint(this->At("dst"));
   ASSERT_TRUE(mounted.ok());
   EXPECT_FALSE(*mounted);
+  entry = checker.FindMountAt(this->At("dst"));
+  ASSERT_TRUE(entry.ok());
+  EXPECT_FALSE(entry->has_value()) << "gone from the table";
   EXPECT_EQ(ErrnoOf(sys.Unmount(this->At("dst"), 0)), EINVAL) << "not a mount point";
 }
 
