@@ -314,7 +314,9 @@ class MockBackend : public MountBackend {
   absl::string_view Mode() const override { return "mock"; }
   Readiness CheckReady() override { return {}; }
   absl::Status Publish(const PublishTarget& t) override {
-    return Mount(t.source, t.target, t.options);
+    VLOG(1) << "mock mount " << t.source.Spec() << " on " << t.target << " -o "
+            << absl::StrJoin(t.options, ",");
+    return absl::OkStatus();
   }
   absl::Status Unpublish(const std::string& target) override {
     return volume::CleanupMountPoint(*sys_, target);
@@ -329,12 +331,6 @@ class MockBackend : public MountBackend {
   }
   absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn&) override {
     return absl::FailedPreconditionError("mock mount mode has no file system to work in");
-  }
-  absl::Status Mount(const LustreSource& source, const std::string& target,
-                     const std::vector<std::string>& options) override {
-    VLOG(1) << "mock mount " << source.Spec() << " on " << target << " -o "
-            << absl::StrJoin(options, ",");
-    return absl::OkStatus();
   }
   absl::StatusOr<bool> IsMountOf(const LustreSource&, const std::string&,
                                  const std::vector<std::string>&) override {

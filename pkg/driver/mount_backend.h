@@ -120,13 +120,6 @@ class MountBackend : public FileSystemAccess {
   // mode makes none: any path that exists). NOT_FOUND for a path that does
   // not exist; a corrupted mount's error as it is.
   virtual absl::StatusOr<bool> IsPublished(const std::string& path) = 0;
-
-  // Mounts `source` on the existing directory `target`, and nothing else:
-  // the step Publish is made of, which the shared-client mode also mounts
-  // its clients with. NOT_FOUND when the file system or the sub-dir does not
-  // exist.
-  virtual absl::Status Mount(const LustreSource& source, const std::string& target,
-                             const std::vector<std::string>& options) = 0;
 };
 
 struct LustreBackendOptions {

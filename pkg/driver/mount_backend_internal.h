@@ -42,6 +42,11 @@ class MountingMode : public MountBackend {
   absl::StatusOr<bool> IsPublished(const std::string& path) final;
 
  protected:
+  // Mounts `source` on the existing directory `target`, and nothing else.
+  // NOT_FOUND when the file system or the sub-dir does not exist.
+  virtual absl::Status Mount(const LustreSource& source, const std::string& target,
+                             const std::vector<std::string>& options) = 0;
+
   // Called after `target` was unmounted (or an unmount was tried), so the
   // mode can let go of what no target needs any more.
   virtual void Release(const std::string& target) {}

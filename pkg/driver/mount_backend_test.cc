@@ -79,7 +79,7 @@ TEST_F(LustreBackendTest, HelperGetsOptionsSourceAndTargetInTheNamespace) {
   ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
   ASSERT_TRUE(sys_.AddDir("/pods/a").ok());
   LustreSource source{"10.0.0.4@tcp", "lustrefs", "team"};
-  absl::Status mounted = backend_->Mount(source, "/pods/a", {"ro", "flock"});
+  absl::Status mounted = backend_->Publish({source, "/pods/a", {"ro", "flock"}});
   ASSERT_TRUE(mounted.ok()) << mounted;
   EXPECT_THAT(ns_.Runs(), ElementsAre(ElementsAre(kHelper, "-o", "ro,flock",
                                                   "10.0.0.4@tcp:/lustrefs/team", "/pods/a")));
@@ -87,7 +87,7 @@ TEST_F(LustreBackendTest, HelperGetsOptionsSourceAndTargetInTheNamespace) {
   EXPECT_FALSE(*backend_->IsMountOf({"10.0.0.4@tcp", "lustrefs", "other"}, "/pods/a", {}));
   EXPECT_FALSE(*backend_->IsMountOf(source, "/pods/a", {"noatime"}));
   // No options: no -o at all.
-  ASSERT_TRUE(backend_->Mount(source, "/work", {}).ok());
+  ASSERT_TRUE(backend_->Publish({source, "/work", {}}).ok());
   EXPECT_THAT(ns_.Runs().back(), ElementsAre(kHelper, "10.0.0.4@tcp:/lustrefs/team", "/work"));
 }
 
@@ -95,7 +95,7 @@ TEST_F(LustreBackendTest, MountThatDoesNotReachThisViewIsUndone) {
   ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
   ASSERT_TRUE(sys_.AddDir("/pods/a").ok());
   invisible_ = true;
-  absl::Status s = backend_->Mount({"10.0.0.4@tcp", "lustrefs", "team"}, "/pods/a", {});
+  absl::Status s = backend_->Publish({{"10.0.0.4@tcp", "lustrefs", "team"}, "/pods/a", {}});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("Bidirectional"));
   EXPECT_THAT(ns_.Unmounts(), ElementsAre("/pods/a"));
@@ -103,7 +103,7 @@ TEST_F(LustreBackendTest, MountThatDoesNotReachThisViewIsUndone) {
 
 TEST_F(LustreBackendTest, UnreachableNamespaceIsAPrecondition) {
   ns_.SetUnreachable(true);
-  absl::Status s = backend_->Mount({"10.0.0.4@tcp", "lustrefs", ""}, "/pods/a", {});
+  absl::Status s = backend_->Publish({{"10.0.0.4@tcp", "lustrefs", ""}, "/pods/a", {}});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   Readiness r = backend_->CheckReady();
   EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
@@ -111,7 +111,7 @@ TEST_F(LustreBackendTest, UnreachableNamespaceIsAPrecondition) {
 }
 
 TEST_F(LustreBackendTest, OptionLikeArgumentsNeverRun) {
-  EXPECT_EQ(backend_->Mount({"10.0.0.4@tcp", "lustrefs", ""}, "-x", {}).code(),
+  EXPECT_EQ(backend_->Publish({{"10.0.0.4@tcp", "lustrefs", ""}, "-x", {}}).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(ns_.Runs().empty());
 }

@@ -398,7 +398,8 @@ class SharedClientBackend : public internal::MountingMode {
     if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
       return volume::Annotate(made, absl::StrCat("creating client directory ", dir));
     }
-    absl::Status mounted = clients_->Mount(client.root, dir, client.options);
+    // The client's root through the lustre mode: no sub-dir, no group.
+    absl::Status mounted = clients_->Publish({client.root, dir, client.options});
     if (!mounted.ok()) return mounted;
     SetUsers(client.name, {});
     *fresh = true;
