@@ -128,6 +128,13 @@ class PodTest : public testing::Test {
     container_ = std::move(*c);
     absl::Status up = WaitForSocket(socket, absl::Seconds(20));
     ASSERT_TRUE(up.ok()) << up << "\n" << container_->Log();
+    // The HTTP server comes up just after the CSI socket: wait for it, as
+    // the kubelet's probes retry, before a test reads it.
+    if (spec.host_network && spec.liveness.port != 0) {
+      ASSERT_TRUE(WaitUntil([&] {
+        return !HttpGet(spec.liveness.port, spec.liveness.path).empty();
+      })) << container_->Log();
+    }
     node_ = csi::v1::Node::NewStub(UnixChannel(socket));
     identity_ = csi::v1::Identity::NewStub(UnixChannel(socket));
   }
@@ -658,8 +665,14 @@ TEST_F(PodTest, ControllerOverlayCreatesAndDeletesSubDirsThroughTheHostsClient) 
   std::string ip = container_->PodIp();
   ASSERT_FALSE(ip.empty()) << "the controller's pod has no address";
   ASSERT_NE(spec->liveness.port, 0);
-  EXPECT_THAT(HttpGet(ip, spec->liveness.port, spec->liveness.path), HasSubstr("200 OK"));
-  EXPECT_THAT(HttpGet(ip, spec->readiness.port, spec->readiness.path), HasSubstr("200 OK"));
+  // The HTTP server comes up beside the CSI socket, not before it: probe
+  // until it answers, as the kubelet does.
+  EXPECT_TRUE(WaitUntil([&] {
+    return absl::StrContains(HttpGet(ip, spec->liveness.port, spec->liveness.path), "200 OK");
+  })) << container_->Log();
+  EXPECT_TRUE(WaitUntil([&] {
+    return absl::StrContains(HttpGet(ip, spec->readiness.port, spec->readiness.path), "200 OK");
+  })) << container_->Log();
   EXPECT_EQ(HttpGet(spec->liveness.port, spec->liveness.path), "")
       << "the controller's port answers on the node's own loopback";
 
