@@ -1,17 +1,13 @@
 #include "e2e/cri_runtime.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -80,32 +76,19 @@ absl::StatusOr<bool> ImagePresent(runtime::v1::ImageService::Stub& images, const
                                   absl::Duration patience) {
   runtime::v1::ImageStatusRequest req;
   req.mutable_image()->set_image(image);
-  for (absl::Time end = absl::Now() + patience;;) {
-    runtime::v1::ImageStatusResponse res;
-    if (absl::Status s =
+  absl::Status status;
+  bool present = false;
+  WaitUntil(
+      [&] {
+        runtime::v1::ImageStatusResponse res;
+        status =
             Call(images, &runtime::v1::ImageService::Stub::ImageStatus, "ImageStatus", req, &res);
-        !s.ok()) {
-      return s;
-    }
-    if (res.has_image()) return true;
-    if (absl::Now() >= end) return false;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-}
-
-// Processes whose command name starts with `prefix`.
-std::vector<pid_t> ProcessesNamed(const std::string& prefix) {
-  std::vector<pid_t> out;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return out;
-  while (struct dirent* e = readdir(proc)) {
-    pid_t pid = atoi(e->d_name);
-    if (pid <= 1) continue;
-    std::string comm = ReadFile(absl::StrCat("/proc/", pid, "/comm"));
-    if (absl::StartsWith(comm, prefix)) out.push_back(pid);
-  }
-  closedir(proc);
-  return out;
+        present = status.ok() && res.has_image();
+        return present || !status.ok();
+      },
+      patience);
+  if (!status.ok()) return status;
+  return present;
 }
 
 // Removes the cgroup `relative` (and what is beneath it) from the unified
@@ -200,15 +183,14 @@ absl::StatusOr<std::unique_ptr<Containerd>> Containerd::Start(const ContainerdOp
   std::shared_ptr<grpc::Channel> channel = UnixChannel(kSocket);
   c->runtime_ = runtime::v1::RuntimeService::NewStub(channel);
   c->images_ = runtime::v1::ImageService::NewStub(channel);
-  absl::Status version = absl::UnavailableError("no answer");
-  for (absl::Time end = absl::Now() + absl::Seconds(30); absl::Now() < end;) {
+  absl::Status version;
+  WaitUntil([&] {
     runtime::v1::VersionRequest req;
     runtime::v1::VersionResponse res;
     version = Call(*c->runtime_, &RuntimeService::Stub::Version, "CRI Version", req, &res,
                    absl::Seconds(5));
-    if (version.ok()) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+    return version.ok();
+  });
   if (!version.ok()) return absl::UnavailableError(absl::StrCat(version.message(), "\n", c->Log()));
   // As an operator loads an image on a node (docs/deploy.md).
   for (const std::string& archive : options.archives) {
@@ -261,13 +243,14 @@ absl::Status Containerd::Stop() {
   // Shims are reparented to this process (PID 1 here), which reaps them. A
   // shim still alive a while after every pod is gone is a leak.
   std::vector<pid_t> shims;
-  for (absl::Time end = absl::Now() + absl::Seconds(5); absl::Now() < end;) {
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-    shims = ProcessesNamed("containerd-shim");
-    if (shims.empty()) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  WaitUntil(
+      [&] {
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        shims = ProcessesMentioning("containerd-shim");
+        return shims.empty();
+      },
+      absl::Seconds(5));
   for (pid_t shim : shims) {
     problems.push_back(absl::StrCat("a shim (pid ", shim, ") was left running"));
     kill(shim, SIGKILL);

@@ -3,11 +3,10 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "e2e/e2e_util.h"
 
 namespace lustre_csi::e2e {
 namespace {
@@ -30,14 +29,6 @@ absl::Status MkdirAll(const std::string& path, mode_t mode) {
   std::filesystem::create_directories(path, ec);
   if (ec) return absl::InternalError(absl::StrCat("mkdir -p ", path, ": ", ec.message()));
   chmod(path.c_str(), mode);
-  return absl::OkStatus();
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream out(path);
-  out << data;
-  out.close();
-  if (!out) return absl::InternalError("write " + path);
   return absl::OkStatus();
 }
 
@@ -144,10 +135,7 @@ absl::StatusOr<CriPod> TranslatePod(const PodSpec& spec, const KubeletNode& node
   std::string hosts_text =
       "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost\n";
   if (spec.host_network) {
-    std::ifstream in("/etc/hosts");
-    std::stringstream node_hosts;
-    node_hosts << in.rdbuf();
-    hosts_text = "# Kubernetes-managed hosts file (host network).\n" + node_hosts.str();
+    hosts_text = "# Kubernetes-managed hosts file (host network).\n" + ReadFile("/etc/hosts");
   }
   if (absl::Status s = WriteFile(hosts, hosts_text); !s.ok()) return s;
   std::string termination_dir = absl::StrCat(pod.pod_dir, "/containers/", spec.container);

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "e2e/e2e_util.h"
 
 namespace lustre_csi::e2e {
 namespace {
@@ -27,14 +28,6 @@ absl::Status MkdirAll(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) return absl::InternalError(absl::StrCat("mkdir -p ", path, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
-absl::Status Write(const std::string& path, const std::string& data) {
-  std::ofstream out(path);
-  out << data;
-  out.close();
-  if (!out) return absl::InternalError("write " + path);
   return absl::OkStatus();
 }
 
@@ -79,14 +72,14 @@ absl::Status EnterHost(const std::string& scratch,
             nullptr) != 0) {
     return Errno("bind /sys/fs/cgroup");
   }
-  if (absl::Status s = Write(root + "/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost\n");
+  if (absl::Status s = WriteFile(root + "/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost\n");
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = Write(root + "/etc/resolv.conf", "nameserver 127.0.0.1\n"); !s.ok()) {
+  if (absl::Status s = WriteFile(root + "/etc/resolv.conf", "nameserver 127.0.0.1\n"); !s.ok()) {
     return s;
   }
-  if (absl::Status s = Write(root + "/etc/hostname", "node-1\n"); !s.ok()) return s;
+  if (absl::Status s = WriteFile(root + "/etc/hostname", "node-1\n"); !s.ok()) return s;
   for (const auto& [inside, outside] : imports) {
     std::string dst = root + inside;
     struct stat st;

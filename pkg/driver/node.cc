@@ -144,8 +144,8 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
     }
   }
   if (status.ok()) {
-    status = backend_->Publish(
-        {source, req.target_path, *options, req.read_only, req.volume_mount_group, &mount_slots_});
+    status = backend_->Publish({std::move(source), req.target_path, std::move(*options),
+                                req.read_only, req.volume_mount_group, &mount_slots_});
   }
   if (!status.ok() && created_target) {
     absl::Status removed = sys_->Rmdir(req.target_path);
