@@ -358,10 +358,6 @@ int Container::Stop(absl::Duration grace) {
 
 int Container::Kill() { return StopWith(0); }
 
-bool Container::Running() {
-  return !stopped_ && Status().state() == runtime::v1::CONTAINER_RUNNING;
-}
-
 std::string Container::PodIp() {
   runtime::v1::PodSandboxStatusRequest req;
   req.set_pod_sandbox_id(sandbox_id_);

@@ -72,7 +72,6 @@ class Container {
   int Stop(absl::Duration grace = absl::Seconds(10));
   // StopContainer with no grace (SIGKILL at once); the exit code.
   int Kill();
-  bool Running();
   // The container's output, without the CRI log's time and stream fields.
   std::string Log() const;
   // Where a volume's data lives on the host (hostPath, or the emptyDir).
