@@ -10,9 +10,11 @@
 #include "pkg/base/status_macros.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/driver/volume_id.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/owned_dir.h"
 #include "pkg/volume/sha256.h"
+#include "pkg/volume/tree.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -219,7 +221,8 @@ absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeA
     // Nothing half-done: what this call made goes again; what it found (a
     // retry's, or a twin call's on another controller) stays for the retry.
     if (applied.ok() || !made) return applied;
-    absl::Status undo = sys.RemoveTreeBeneath(fs_root, *sub_dir, volume::kMaxOwnedDirDepth);
+    absl::Status undo =
+        volume::RemoveTreeBeneath(sys, fs_root, *sub_dir, volume::kMaxOwnedDirDepth);
     if (!undo.ok()) {
       LOG(ERROR) << "taking back sub-dir " << *sub_dir << ": " << undo;
     } else {
@@ -244,7 +247,7 @@ absl::Status ControllerLogic::ApplyCapacityAndLayout(volume::Syscalls& sys, cons
                                                      int64_t capacity) {
   // The path the tool gets is resolved beneath the root first: a directory,
   // no symlink or mount on the way.
-  ASSIGN_OR_RETURN(std::string dir, sys.ResolveBeneath(root, sub_dir));
+  ASSIGN_OR_RETURN(std::string dir, volume::ResolveBeneath(sys, root, sub_dir));
   if (prov.has_layout()) {
     RETURN_IF_ERROR(options_.lfs->SetDefaultLayout(
         dir, StripeLayout{prov.stripe_count, prov.stripe_size, prov.stripe_pool}));
@@ -321,7 +324,7 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
       removed = *released;
       // Once its files are gone (now, or before a retry), the project the
       // volume holds (as the claims say, never a marker) can be another's.
-      if (removed || absl::IsNotFound(sys.StatBeneath(fs_root, id->sub_dir).status())) {
+      if (removed || absl::IsNotFound(volume::StatBeneath(sys, fs_root, id->sub_dir).status())) {
         return FreeProject(sys, fs_root, id->name);
       }
       return absl::OkStatus();
@@ -376,7 +379,7 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
   bool missing = false;
   absl::Status status = file_systems_->WithFileSystemRoot(
       {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
-        absl::Status there = sys.StatBeneath(root, id->sub_dir).status();
+        absl::Status there = volume::StatBeneath(sys, root, id->sub_dir).status();
         if (absl::IsNotFound(there)) {
           missing = true;
           return absl::OkStatus();

@@ -5,6 +5,7 @@
 #include "pkg/driver/fake_lfs.h"
 #include "pkg/volume/owned_dir.h"
 #include "pkg/volume/testing/fake_syscalls.h"
+#include "pkg/volume/tree.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -140,7 +141,7 @@ TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
   backend.reachable = false;
   EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).ok());
   backend.reachable = true;
-  ASSERT_TRUE(sys.RemoveTreeBeneath(root, "volumes/pvc-p", 8).ok());
+  ASSERT_TRUE(volume::RemoveTreeBeneath(sys, root, "volumes/pvc-p", 8).ok());
   EXPECT_EQ(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id).ok());
@@ -470,7 +471,7 @@ TEST_F(QuotaControllerTest, AForgedMarkerCannotReachAnotherVolumesProject) {
   ASSERT_NE(victim_id, tenant_id);
   // The tenant rewrites its marker to name the victim's project.
   const std::string marker = std::string("volumes/pvc-w/") + volume::kOwnerMarkerName;
-  ASSERT_TRUE(sys_.RemoveTreeBeneath(kRoot, "volumes/pvc-w", 4).ok());
+  ASSERT_TRUE(volume::RemoveTreeBeneath(sys_, kRoot, "volumes/pvc-w", 4).ok());
   ASSERT_TRUE(sys_.AddDir("/fs/volumes/pvc-w").ok());
   ASSERT_TRUE(
       sys_.AddFile("/fs/" + marker, 0444,

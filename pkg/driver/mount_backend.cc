@@ -21,6 +21,7 @@
 #include "pkg/driver/mount_backend_internal.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
@@ -35,7 +36,7 @@ absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
                         const std::string& sub_dir) {
   ASSIGN_OR_RETURN(std::string dir, volume::JoinBeneath(root, sub_dir));
   if (absl::Status s = volume::MkdirAll(sys, dir, 0775); !s.ok()) return s;
-  return sys.ResolveBeneath(root, sub_dir).status();
+  return volume::ResolveBeneath(sys, root, sub_dir).status();
 }
 
 absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source) {
@@ -389,7 +390,7 @@ class LocalBackend : public internal::MountingMode {
  private:
   // <local-root>/<fs>, which must exist: it stands for the file system.
   absl::StatusOr<std::string> FsRoot(const LustreSource& source) {
-    absl::StatusOr<std::string> fs_root = sys_->ResolveBeneath(root_, source.fs_name);
+    absl::StatusOr<std::string> fs_root = volume::ResolveBeneath(*sys_, root_, source.fs_name);
     if (!fs_root.ok() && fs_root.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(absl::StrCat("file system ", source.fs_name,
                                               " does not exist (no directory ", root_, "/",
@@ -401,7 +402,7 @@ class LocalBackend : public internal::MountingMode {
   absl::StatusOr<std::string> Resolve(const LustreSource& source) {
     absl::StatusOr<std::string> fs_root = FsRoot(source);
     if (!fs_root.ok() || source.sub_dir.empty()) return fs_root;
-    return sys_->ResolveBeneath(*fs_root, source.sub_dir);
+    return volume::ResolveBeneath(*sys_, *fs_root, source.sub_dir);
   }
 
   volume::Syscalls* const sys_;

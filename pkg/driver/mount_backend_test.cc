@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/driver/node.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/testing/fake_mount_namespace.h"
 #include "pkg/volume/testing/fake_syscalls.h"
@@ -127,7 +128,7 @@ TEST_F(LustreBackendTest, AWorkingDirTheNamespaceDoesNotShareIsNotReady) {
   EXPECT_THAT(r.status.message(), HasSubstr("client_state_dir"));
   EXPECT_THAT(r.status.message(), HasSubstr("/work"));
   // The probe directory is gone again.
-  absl::StatusOr<std::vector<std::string>> left = sys_.ListDir("/work");
+  absl::StatusOr<std::vector<std::string>> left = volume::ListDir(sys_, "/work");
   ASSERT_TRUE(left.ok()) << left.status();
   for (const std::string& name : *left) EXPECT_THAT(name, Not(HasSubstr("view-check"))) << name;
 }

@@ -164,13 +164,13 @@ TEST_F(NodeTest, FsGroupWalkHoldsNoMountSlot) {
   MakeLogic(options);
   PublishRequest grouped = Request("/pods/a");
   grouped.volume_mount_group = 4000;
-  sys_.HangNext(SyscallOp::kWalkTree);
+  sys_.HangNext(SyscallOp::kReadDir);
   absl::Status first;
   std::thread publisher([&] { first = logic_->Publish(grouped); });
-  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kWalkTree, 1, absl::Seconds(10)));
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kReadDir, 1, absl::Seconds(10)));
   absl::Status second = logic_->Publish(Request("/pods/b"));
   EXPECT_TRUE(second.ok()) << second;
-  sys_.Release(SyscallOp::kWalkTree);
+  sys_.Release(SyscallOp::kReadDir);
   publisher.join();
   EXPECT_TRUE(first.ok()) << first;
 }
@@ -178,7 +178,7 @@ TEST_F(NodeTest, FsGroupWalkHoldsNoMountSlot) {
 TEST_F(NodeTest, FsGroupFailureUndoesTheMount) {
   PublishRequest grouped = Request("/pods/a");
   grouped.volume_mount_group = 4000;
-  sys_.FailNext(SyscallOp::kWalkTree, EIO);
+  sys_.FailNext(SyscallOp::kReadDir, EIO);
   absl::Status s = logic_->Publish(grouped);
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("fsGroup"));

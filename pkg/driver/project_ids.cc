@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "pkg/base/status_macros.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/owned_dir.h"
 #include "pkg/volume/sha256.h"
@@ -115,7 +116,7 @@ absl::StatusOr<ProjectClaim> ClaimProjectId(volume::Syscalls& sys, const std::st
   if (!id.has_value() && tried < size) {
     // Crowded: the IDs claimed now, from one listing; the others are tried.
     ASSIGN_OR_RETURN(std::vector<std::string> names,
-                     sys.ListDir(absl::StrCat(root, "/", kProjectClaimDir)));
+                     volume::ListDir(sys, absl::StrCat(root, "/", kProjectClaimDir)));
     absl::flat_hash_set<uint32_t> taken;
     for (const std::string& name : names) {
       uint32_t n = 0;
@@ -173,17 +174,17 @@ absl::Status ReleaseProjectId(volume::Syscalls& sys, const std::string& root,
 
 absl::Status RecordLimits(volume::Syscalls& sys, const std::string& root, uint32_t id,
                           const RecordedLimits& limits) {
-  absl::Status made = sys.MkdirBeneath(
-      root, absl::StrCat(ClaimPath(id), "/limit-", limits.bytes, "-", limits.inodes), 0755);
+  absl::Status made = volume::MkdirBeneath(
+      sys, root, absl::StrCat(ClaimPath(id), "/limit-", limits.bytes, "-", limits.inodes), 0755);
   if (made.ok() || absl::IsAlreadyExists(made)) return absl::OkStatus();
   return volume::Annotate(made, absl::StrCat("recording the limits of project ", id));
 }
 
 absl::StatusOr<RecordedLimits> ReadRecordedLimits(volume::Syscalls& sys, const std::string& root,
                                                   uint32_t id) {
-  RETURN_IF_ERROR(sys.StatBeneath(root, ClaimPath(id)).status());
+  RETURN_IF_ERROR(volume::StatBeneath(sys, root, ClaimPath(id)).status());
   ASSIGN_OR_RETURN(std::vector<std::string> names,
-                   sys.ListDir(absl::StrCat(root, "/", ClaimPath(id))));
+                   volume::ListDir(sys, absl::StrCat(root, "/", ClaimPath(id))));
   RecordedLimits best;
   for (absl::string_view name : names) {
     if (!absl::ConsumePrefix(&name, "limit-")) continue;

@@ -16,6 +16,7 @@
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/mount_backend_internal.h"
 #include "pkg/driver/mount_options.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
@@ -194,7 +195,7 @@ class SharedClientBackend : public internal::MountingMode {
     if (!*mounted) return false;
     absl::StatusOr<volume::FileInfo> want = *root;
     if (!source.sub_dir.empty()) {
-      absl::StatusOr<std::string> path = sys_->ResolveBeneath(dir, source.sub_dir);
+      absl::StatusOr<std::string> path = volume::ResolveBeneath(*sys_, dir, source.sub_dir);
       if (absl::IsNotFound(path.status())) return false;
       if (!path.ok()) return path.status();
       want = sys_->Stat(*path);

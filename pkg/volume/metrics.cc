@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/tree.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -83,7 +84,7 @@ class DuMetrics : public MetricsProvider {
     limits.max_entries = opts_.max_entries;
     limits.max_depth = opts_.max_depth;
     absl::Status s =
-        sys_->WalkTree(path_, limits, [&](const TreeEntry& e) -> absl::StatusOr<EntryChange> {
+        WalkTree(*sys_, path_, limits, [&](const TreeEntry& e) -> absl::StatusOr<EntryChange> {
           if (IsDirectoryMode(e.mode) || e.nlink <= 1 || linked.insert({e.dev, e.ino}).second) {
             blocks += e.blocks;
             ++inodes;

@@ -73,7 +73,7 @@ struct DuOptions {
 // used_bytes = allocated bytes of everything beneath `path` on the same mount
 // (hard links counted once), inodes_used = the number of those inodes;
 // capacity, available, inodes and inodes free from statfs of `path`. Walks
-// with Syscalls::WalkTree.
+// with WalkTree (tree.h).
 std::unique_ptr<MetricsProvider> NewDuMetrics(Syscalls* sys, std::string path, DuOptions opts = {});
 
 // Answers from `inner`, remembering a success for `ttl` (errors are not

@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "pkg/base/status_macros.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/safe_path.h"
+#include "pkg/volume/tree.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -59,7 +61,7 @@ absl::StatusOr<DirOwner> ParseMarker(const std::string& text) {
 // The owned directory `relative` beneath `root` as a directory: NOT_FOUND
 // when missing, INVALID_ARGUMENT when it is no directory or leaves `root`.
 absl::Status CheckDir(Syscalls& sys, const std::string& root, const std::string& relative) {
-  ASSIGN_OR_RETURN(FileInfo info, sys.StatBeneath(root, relative));
+  ASSIGN_OR_RETURN(FileInfo info, StatBeneath(sys, root, relative));
   if (!IsDirectoryMode(info.mode)) {
     return absl::InvalidArgumentError(absl::StrCat(root, "/", relative, " is not a directory"));
   }
@@ -69,7 +71,7 @@ absl::Status CheckDir(Syscalls& sys, const std::string& root, const std::string&
 absl::StatusOr<std::optional<DirOwner>> ReadMarker(Syscalls& sys, const std::string& root,
                                                    const std::string& dir) {
   absl::StatusOr<std::string> text =
-      sys.ReadFileBeneath(root, absl::StrCat(dir, "/", kOwnerMarkerName), kMaxMarker);
+      ReadFileBeneath(sys, root, absl::StrCat(dir, "/", kOwnerMarkerName), kMaxMarker);
   if (absl::IsNotFound(text.status())) return std::optional<DirOwner>();
   if (!text.ok()) return Annotate(text.status(), "owner marker");
   ASSIGN_OR_RETURN(DirOwner owner, ParseMarker(*text));
@@ -92,7 +94,7 @@ absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::s
   std::string path;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     path = path.empty() ? parts[i] : absl::StrCat(path, "/", parts[i]);
-    absl::Status made = sys.MkdirBeneath(root, path, 0755);
+    absl::Status made = MkdirBeneath(sys, root, path, 0755);
     if (absl::IsAlreadyExists(made)) {
       RETURN_IF_ERROR(CheckDir(sys, root, path));  // not a file, a symlink or a mount
     } else if (!made.ok()) {
@@ -106,7 +108,7 @@ absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::s
   spec.marker_name = kOwnerMarkerName;
   spec.marker_content = FormatMarker(owner);
   spec.marker_mode = 0444;
-  absl::Status made = sys.MakeMarkedDirBeneath(root, clean, spec);
+  absl::Status made = MakeMarkedDirBeneath(sys, root, clean, spec);
   if (made.ok() && made_now != nullptr) *made_now = true;
   if (!absl::IsAlreadyExists(made)) return made;
 
@@ -146,14 +148,14 @@ absl::StatusOr<bool> ReleaseOwnedDir(Syscalls& sys, const std::string& root,
   // The subdirectories first (where a removal can stop: too deep, an entry
   // that cannot go), then the directory with its files and the marker.
   const std::string clean = CleanPath(relative);
-  ASSIGN_OR_RETURN(std::vector<std::string> names, sys.ListDir(absl::StrCat(root, "/", clean)));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(sys, absl::StrCat(root, "/", clean)));
   for (const std::string& name : names) {
     const std::string child = absl::StrCat(clean, "/", name);
-    absl::StatusOr<FileInfo> info = sys.StatBeneath(root, child);
+    absl::StatusOr<FileInfo> info = StatBeneath(sys, root, child);
     if (!info.ok() || !IsDirectoryMode(info->mode)) continue;  // a file: goes with the directory
-    RETURN_IF_ERROR(sys.RemoveTreeBeneath(root, child, kMaxOwnedDirDepth - 1));
+    RETURN_IF_ERROR(RemoveTreeBeneath(sys, root, child, kMaxOwnedDirDepth - 1));
   }
-  RETURN_IF_ERROR(sys.RemoveTreeBeneath(root, clean, kMaxOwnedDirDepth));
+  RETURN_IF_ERROR(RemoveTreeBeneath(sys, root, clean, kMaxOwnedDirDepth));
   return true;
 }
 

@@ -44,7 +44,7 @@ struct OwnedDirOptions {
 
 // Creates `relative` (and missing parents, 0755) beneath `root` with the
 // marker, made, owned and marked through one descriptor
-// (Syscalls::MakeMarkedDirBeneath): when the owner, mode or marker cannot be
+// (MakeMarkedDirBeneath, beneath.h): when the owner, mode or marker cannot be
 // set, the directory is removed again (missing parents it made stay). Already created for the same
 // volume with the same request (or where either request is not recorded): OK. Exists otherwise (no
 // marker, another volume's, or the same volume's with another request): ALREADY_EXISTS, nothing

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/testing/fake_syscalls.h"
@@ -80,7 +81,7 @@ TEST_P(OwnedDirTest, CreateSetsModeOwnerAndMarker) {
   EXPECT_EQ((*owner)->volume, "pvc-1");
   EXPECT_TRUE((*owner)->delete_on_release);
   absl::StatusOr<std::string> marker =
-      sys_->ReadFileBeneath(root_, std::string("team/vol/") + kOwnerMarkerName, 4096);
+      ReadFileBeneath(*sys_, root_, std::string("team/vol/") + kOwnerMarkerName, 4096);
   ASSERT_TRUE(marker.ok()) << marker.status();
   EXPECT_EQ(*marker, "volume=pvc-1\non-delete=delete\n");
   EXPECT_EQ(sys_->Stat(Sub(std::string("team/vol/") + kOwnerMarkerName))->mode & 07777, 0444u);
@@ -119,7 +120,7 @@ TEST_P(OwnedDirTest, TheMarkerKeepsTheProjectId) {
   owner.project = 4294967294u;
   ASSERT_TRUE(CreateOwnedDir(*sys_, root_, "vol", {}, owner).ok());
   absl::StatusOr<std::string> marker =
-      sys_->ReadFileBeneath(root_, std::string("vol/") + kOwnerMarkerName, 4096);
+      ReadFileBeneath(*sys_, root_, std::string("vol/") + kOwnerMarkerName, 4096);
   ASSERT_TRUE(marker.ok()) << marker.status();
   EXPECT_EQ(*marker, "volume=pvc-1\non-delete=delete\nrequest=request-a\nproject=4294967294\n");
   absl::StatusOr<std::optional<DirOwner>> read = ReadDirOwner(*sys_, root_, "vol");
@@ -205,15 +206,17 @@ TEST_P(OwnedDirTest, SymlinksAndEscapesAreRefused) {
   EXPECT_TRUE(Exists("outside/marker"));
 }
 
+// The marker's write fails after the directory and the marker were made:
+// both go again, and a retry makes them.
 TEST_P(OwnedDirTest, AFailedCreateIsReportedAndARetryWorks) {
   FaultSyscalls faults(sys_.get());
-  faults.FailNext(SyscallOp::kMakeMarkedDirBeneath, EIO);
+  faults.FailNext(SyscallOp::kWrite, EIO);
   absl::Status s = CreateOwnedDir(faults, root_, "team/vol", {}, {"pvc-1", true});
   EXPECT_EQ(ErrnoOf(s), EIO) << s;
   EXPECT_FALSE(Exists("team/vol"));
   EXPECT_TRUE(Exists("team"));  // a parent others may share
   ASSERT_TRUE(CreateOwnedDir(faults, root_, "team/vol", {}, {"pvc-1", true}).ok());
-  EXPECT_EQ(faults.CallCount(SyscallOp::kMakeMarkedDirBeneath), 2);
+  EXPECT_EQ(faults.CallCount(SyscallOp::kWrite), 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(LinuxAndFake, OwnedDirTest, testing::Values(true, false),

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/tree.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -51,7 +52,7 @@ absl::Status SetVolumeOwnership(Syscalls& sys, const std::string& dir, uint32_t 
   }
   TreeLimits limits;
   limits.max_depth = kMaxOwnershipDepth;
-  return sys.WalkTree(dir, limits, [&](const TreeEntry& e) -> absl::StatusOr<EntryChange> {
+  return WalkTree(sys, dir, limits, [&](const TreeEntry& e) -> absl::StatusOr<EntryChange> {
     return ChangeFor(e, gid, read_only);
   });
 }

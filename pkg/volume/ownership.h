@@ -7,7 +7,7 @@
 // taken away. With kOnRootMismatch nothing is walked when the volume's root
 // directory already has the group, the setgid bit and the mask.
 //
-// It walks the volume with Syscalls::WalkTree: symlinks get the group
+// It walks the volume with WalkTree (tree.h): symlinks get the group
 // themselves but are never followed, and nothing on another mount below the
 // volume is touched. Stateless and thread-safe; changing ownership
 // of files you do not own needs CAP_CHOWN / CAP_FOWNER.

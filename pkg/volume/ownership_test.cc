@@ -141,10 +141,10 @@ TEST(OwnershipLogicTest, OnRootMismatchDoesNotWalkWhenTheRootIsRight) {
   ASSERT_TRUE(fake.AddFile("/vol/file", 0600).ok());
   ASSERT_TRUE(
       SetVolumeOwnership(fake, "/vol", kGid, false, FsGroupChangePolicy::kOnRootMismatch).ok());
-  EXPECT_EQ(fake.CallCount(SyscallOp::kWalkTree), 0);
+  EXPECT_EQ(fake.CallCount(SyscallOp::kReadDir), 0);
   EXPECT_EQ(fake.Peek("/vol/file")->gid, 0u);
   ASSERT_TRUE(SetVolumeOwnership(fake, "/vol", kGid, false, FsGroupChangePolicy::kAlways).ok());
-  EXPECT_EQ(fake.CallCount(SyscallOp::kWalkTree), 1);
+  EXPECT_EQ(fake.CallCount(SyscallOp::kReadDir), 1);
   EXPECT_EQ(fake.Peek("/vol/file")->gid, kGid);
   EXPECT_EQ(fake.Peek("/vol/file")->mode & 07777, 0660u);
 }
@@ -164,7 +164,7 @@ TEST(OwnershipLogicTest, SymlinksGetTheGroupButKeepTheirMode) {
 TEST(OwnershipLogicTest, AWalkErrorIsReturned) {
   FakeSyscalls fake;
   ASSERT_TRUE(fake.AddDir("/vol", 0755).ok());
-  fake.FailNext(SyscallOp::kWalkTree, EIO);
+  fake.FailNext(SyscallOp::kReadDir, EIO);
   absl::Status s = SetVolumeOwnership(fake, "/vol", kGid, false, FsGroupChangePolicy::kAlways);
   EXPECT_EQ(ErrnoOf(s), EIO) << s;
 }

@@ -4,7 +4,7 @@
 // the orchestrator pass through here before they are joined into a path:
 // ValidatePathSegment rejects what cannot be a single path segment,
 // EscapePathSegment turns any string into one, JoinBeneath joins lexically
-// and refuses to leave the root. (Syscalls::ResolveBeneath asks the kernel,
+// and refuses to leave the root. (ResolveBeneath in beneath.h asks the kernel,
 // so that symlinks cannot lead out of a root either.) All functions are
 // stateless, purely lexical and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_SAFE_PATH_H_
@@ -73,7 +73,7 @@ bool IsPathBeneath(absl::string_view root, absl::string_view path);
 // `root` joined with `relative`, cleaned. INVALID_ARGUMENT when `root` is
 // empty, `relative` is absolute, either contains NUL, or a ".." in
 // `relative` would climb above `root`. Purely lexical: symlinks are not
-// looked at (use Syscalls::ResolveBeneath for that).
+// looked at (use ResolveBeneath in beneath.h for that).
 absl::StatusOr<std::string> JoinBeneath(absl::string_view root, absl::string_view relative);
 
 }  // namespace lustre_csi::volume

@@ -76,26 +76,52 @@ const char* SyscallOpName(SyscallOp op) {
       return "rmdir";
     case SyscallOp::kReadMountInfo:
       return "read mountinfo";
-    case SyscallOp::kResolveBeneath:
-      return "openat2";
-    case SyscallOp::kWalkTree:
-      return "walk";
-    case SyscallOp::kMkdirBeneath:
-      return "mkdir beneath";
-    case SyscallOp::kStatBeneath:
-      return "statx beneath";
-    case SyscallOp::kReadFileBeneath:
-      return "read beneath";
-    case SyscallOp::kMakeMarkedDirBeneath:
-      return "make marked dir beneath";
-    case SyscallOp::kRemoveTreeBeneath:
-      return "remove tree beneath";
-    case SyscallOp::kListDir:
-      return "list directory";
+    case SyscallOp::kOpen:
+      return "open";
+    case SyscallOp::kReadDir:
+      return "read directory";
+    case SyscallOp::kMkdirAt:
+      return "mkdirat";
+    case SyscallOp::kUnlinkAt:
+      return "unlinkat";
+    case SyscallOp::kChown:
+      return "chown";
+    case SyscallOp::kChmod:
+      return "chmod";
+    case SyscallOp::kRead:
+      return "read";
+    case SyscallOp::kWrite:
+      return "write";
+    case SyscallOp::kFsync:
+      return "fsync";
+    case SyscallOp::kPathOf:
+      return "path of descriptor";
     case SyscallOp::kWatchDir:
       return "watch directory";
   }
   return "?";
+}
+
+ScopedFd& ScopedFd::operator=(ScopedFd&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    sys_ = other.sys_;
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void ScopedFd::Reset() {
+  if (fd_ >= 0 && sys_ != nullptr) sys_->Close(fd_).IgnoreError();
+  fd_ = -1;
+}
+
+absl::StatusOr<ScopedFd> Open(Syscalls& sys, int dir_fd, const std::string& path,
+                              const OpenHow& how) {
+  absl::StatusOr<int> fd = sys.OpenAt(dir_fd, path, how);
+  if (!fd.ok()) return fd.status();
+  return ScopedFd(&sys, *fd);
 }
 
 absl::StatusOr<bool> PathExists(Syscalls& sys, const std::string& path) {

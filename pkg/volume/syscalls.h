@@ -1,16 +1,17 @@
 // The syscall seam of the volume layer.
 //
 // Syscalls is the one small interface through which this package (and the
-// roles built on it) mount, unmount, stat, create and remove directories, read
-// the mount table, resolve paths beneath a root, and walk, change or remove
-// directory trees without following symlinks out of them. NewLinuxSyscalls()
-// (linux/linux_syscalls.h) makes direct system calls; FakeSyscalls
-// (fake_syscalls.h) is an in-memory stand-in with fault switches for tests.
-// Everything else here is plain logic on top of this interface.
+// roles built on it) reach the kernel: each method is one system call (or, for
+// the binds and the mount table, one kernel job), with the errno kept as data.
+// NewLinuxSyscalls() (linux/linux_syscalls.h) makes the calls;
+// FakeSyscalls (testing/fake_syscalls.h) is an in-memory stand-in with fault
+// switches. What is built from several calls - resolving beneath a root,
+// making a marked directory, walking or removing a tree (beneath.h, tree.h) -
+// is written once above this interface and runs the same over both.
 //
 // Every method returns errors built with ErrnoError (errno_status.h), so the
 // errno can be recovered with ErrnoOf. Implementations are thread-safe. Paths
-// are absolute.
+// given without a descriptor are absolute.
 #ifndef LUSTRE_CSI_PKG_VOLUME_SYSCALLS_H_
 #define LUSTRE_CSI_PKG_VOLUME_SYSCALLS_H_
 
@@ -101,45 +102,39 @@ struct FileInfo {
   bool mount_root = false;  // STATX_ATTR_MOUNT_ROOT: the path is the root of a mount.
   bool has_mount_root = false;
   absl::Time mtime;  // last modification
-};
-
-// One entry of a tree walk (Syscalls::WalkTree).
-struct TreeEntry {
-  std::string path;  // relative to the walk's root, '/'-separated; "" for the root
-  int depth = 0;     // 0 for the root
-  uint32_t mode = 0;
-  uint32_t uid = 0;
-  uint32_t gid = 0;
   uint32_t nlink = 0;
-  uint64_t dev = 0;
-  uint64_t ino = 0;
   uint64_t blocks = 0;  // 512-byte blocks allocated
 };
 
-// What a walk's visitor asks to change on the entry it was shown: the group
-// first (chown), then the permission bits (chmod, 07777). A symlink's group
-// is changed on the link itself; its mode is never changed.
-struct EntryChange {
-  std::optional<uint32_t> gid;
-  std::optional<uint32_t> mode;
+// A descriptor as Syscalls::OpenAt hands it out; kAtCwd names the working
+// directory (AT_FDCWD), from which only absolute paths are used here.
+inline constexpr int kAtCwd = -100;
+
+// What OpenAt opens the file for.
+enum class OpenAccess {
+  kPath,    // O_PATH: to name the file in later *At calls and stat it
+  kRead,    // O_RDONLY | O_NONBLOCK: to read a file or list a directory
+  kCreate,  // O_WRONLY | O_CREAT | O_EXCL: a new regular file (never follows)
 };
 
-struct TreeLimits {
-  size_t max_entries = 0;  // 0: no limit; more entries -> RESOURCE_EXHAUSTED
-  int max_depth = 256;     // deeper directories -> RESOURCE_EXHAUSTED
+// How OpenAt resolves its path: the openat2(2) RESOLVE_* sets this project
+// uses.
+enum class Resolution {
+  kAnywhere,  // no RESOLVE_* flags: as plain openat
+  // RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS: no "..", absolute symlink or
+  // magic link leaves the directory; relative symlinks inside are followed.
+  kBeneath,
+  // RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV |
+  // RESOLVE_NO_MAGICLINKS: no symlink at all and no other mount either.
+  kStrictlyBeneath,
 };
 
-using TreeVisitor = std::function<absl::StatusOr<EntryChange>(const TreeEntry&)>;
-
-// A directory made for someone (MakeMarkedDirBeneath): its owner and mode,
-// and a file in it that records whom it was made for.
-struct MarkedDirSpec {
-  uint32_t mode = 0700;  // exactly, no umask; setgid and sticky bits included
-  std::optional<uint32_t> uid;
-  std::optional<uint32_t> gid;
-  std::string marker_name;
-  std::string marker_content;
-  uint32_t marker_mode = 0444;
+struct OpenHow {
+  OpenAccess access = OpenAccess::kPath;
+  bool directory = false;  // O_DIRECTORY
+  bool nofollow = false;   // O_NOFOLLOW
+  uint32_t mode = 0;       // kCreate: the new file's mode, subject to the umask
+  Resolution resolve = Resolution::kAnywhere;
 };
 
 // The system calls named by each method; see the class comment above.
@@ -151,20 +146,24 @@ enum class SyscallOp {
   kMkdir,
   kRmdir,
   kReadMountInfo,
-  kResolveBeneath,
-  kWalkTree,
-  kMkdirBeneath,
-  kStatBeneath,
-  kReadFileBeneath,
-  kMakeMarkedDirBeneath,
-  kRemoveTreeBeneath,
-  kListDir,
+  kOpen,
+  kReadDir,
+  kMkdirAt,
+  kUnlinkAt,
+  kChown,
+  kChmod,
+  kRead,
+  kWrite,
+  kFsync,
+  kPathOf,
   kWatchDir,
 };
-inline constexpr int kNumSyscallOps = 16;
+inline constexpr int kNumSyscallOps = 18;
 
 // The name of `op` for messages ("mount", "statx", "walk", ...).
 const char* SyscallOpName(SyscallOp op);
+
+class Syscalls;
 
 class Syscalls {
  public:
@@ -237,70 +236,60 @@ class Syscalls {
   // snapshot.
   virtual absl::StatusOr<std::string> ReadMountInfo() = 0;
 
-  // Resolves `relative` beneath the directory `root` like openat2(2) with
-  // RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS and returns the absolute path of
-  // what it names. INVALID_ARGUMENT (errno EXDEV or ELOOP) when `relative`
-  // is absolute or a `..` or symlink would leave `root`; NOT_FOUND when a
-  // component is missing.
-  virtual absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                                     const std::string& relative) = 0;
+  // --- Descriptors. A sequence of *At calls through one open directory is
+  // not redirected by anything renamed or mounted into its path meanwhile.
+  // A name of "" means the descriptor itself (AT_EMPTY_PATH).
 
-  // Visits the directory `root` (not a symlink) and everything beneath it,
-  // directories before their contents, and applies what the visitor asks
-  // for each entry. The walk never follows a symlink, never leaves the mount
-  // it started on (entries on another mount are skipped) and skips entries
-  // that vanish while it runs; it holds each directory open from its parent,
-  // so renames elsewhere cannot redirect it. An error from `visit`, or from
-  // a change other than the entry vanishing, stops the walk and is returned.
-  virtual absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
-                                const TreeVisitor& visit) = 0;
+  // openat(2), or openat2(2) for the Resolution asked (before Linux 5.6 the
+  // Linux implementation walks the same resolution in user space). A path
+  // that the resolution refuses: EXDEV (it would leave `dir_fd` or cross a
+  // mount) or ELOOP (a symlink where none may be). kCreate is offered with
+  // kAnywhere only. The descriptor is released with Close.
+  virtual absl::StatusOr<int> OpenAt(int dir_fd, const std::string& path, const OpenHow& how) = 0;
 
-  // The *Beneath calls below resolve `relative` strictly beneath the
-  // directory `root`: no `..` above it, no symlink on the way (the last
-  // component included) and no other mount. INVALID_ARGUMENT (errno EXDEV
-  // or ELOOP) when the path would break that; NOT_FOUND when a component is
-  // missing. `relative` is a cleaned relative path, not empty, not ".".
+  // close(2).
+  virtual absl::Status Close(int fd) = 0;
 
-  // mkdir(2) of the last component (its parent must exist), mode subject to
-  // the umask. ALREADY_EXISTS (EEXIST) when something is there already.
-  virtual absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
-                                    uint32_t mode) = 0;
+  // statx(2) of `name` in `dir_fd` as Stat does it: a final symlink is not
+  // followed, no automount is triggered.
+  virtual absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) = 0;
 
-  // What Stat tells of the path (resolved as above).
-  virtual absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
-                                               const std::string& relative) = 0;
+  // The names in the directory open for reading as `fd` (getdents64(2),
+  // from its start each time), without "." and "..", in the file system's
+  // order.
+  virtual absl::StatusOr<std::vector<std::string>> ReadDir(int fd) = 0;
 
-  // The first `max_bytes` of a regular file (INVALID_ARGUMENT, errno
-  // EINVAL, for anything else).
-  virtual absl::StatusOr<std::string> ReadFileBeneath(const std::string& root,
-                                                      const std::string& relative,
-                                                      size_t max_bytes) = 0;
+  // mkdirat(2): mode subject to the umask. ALREADY_EXISTS (EEXIST) when
+  // something is there.
+  virtual absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) = 0;
 
-  // mkdir(2) of the last component (its parent must exist; ALREADY_EXISTS,
-  // nothing changed, when the name exists), then, through one descriptor of
-  // the new directory, so that nothing renamed into its path meanwhile is
-  // touched: chown to spec's ids (nullopt keeps one), chmod to exactly
-  // spec.mode (after the chown, which clears set-group-ID), and the marker
-  // file created (O_EXCL) with its content and mode, synced with the
-  // directory before OK. A directory found at the name that this process
-  // did not make (its owner is not the caller) is FAILED_PRECONDITION and
-  // left alone. When a step after the mkdir fails, what the call made is
-  // removed again: the marker, then the directory if it is still there and
-  // empty.
-  virtual absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
-                                            const MarkedDirSpec& spec) = 0;
+  // unlinkat(2); `directory`: AT_REMOVEDIR.
+  virtual absl::Status UnlinkAt(int dir_fd, const std::string& name, bool directory) = 0;
 
-  // Removes the directory and everything in it: symlinks as links, never
-  // followed. A directory below that is another mount is never entered: the
-  // removal stops with FAILED_PRECONDITION before it (what was removed stays
-  // removed); `relative` itself on another mount is INVALID_ARGUMENT, like
-  // every path that crosses a mount. Directories more than `max_depth`
-  // levels below `relative`: RESOURCE_EXHAUSTED.
-  virtual absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                                         int max_depth) = 0;
+  // fchownat(2) with AT_SYMLINK_NOFOLLOW (a symlink's own owner), fchown(2)
+  // for ""; nullopt keeps that id.
+  virtual absl::Status ChownAt(int dir_fd, const std::string& name, std::optional<uint32_t> uid,
+                               std::optional<uint32_t> gid) = 0;
 
-  // The names in the directory `dir` (without "." and ".."), sorted.
-  virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;
+  // fchmodat(2) with AT_SYMLINK_NOFOLLOW (EOPNOTSUPP for a symlink),
+  // fchmod(2) for ""; the mode exactly, bits 07777.
+  virtual absl::Status ChmodAt(int dir_fd, const std::string& name, uint32_t mode) = 0;
+
+  // read(2) until `max_bytes` or the end of the file.
+  virtual absl::StatusOr<std::string> Read(int fd, size_t max_bytes) = 0;
+
+  // write(2) of all of `data`.
+  virtual absl::Status Write(int fd, const std::string& data) = 0;
+
+  // fsync(2).
+  virtual absl::Status Fsync(int fd) = 0;
+
+  // The absolute path the kernel gives for the open file (readlink(2) of
+  // /proc/self/fd/<fd>).
+  virtual absl::StatusOr<std::string> PathOf(int fd) = 0;
+
+  // geteuid(2): who owns what this process makes.
+  virtual uint32_t EffectiveUid() = 0;
 
   // Starts watching the directory `dir` (dir_watch.h): entries created,
   // moved in, deleted or moved out after this call are reported.
@@ -310,6 +299,29 @@ class Syscalls {
 // mkdir -p: creates `path` and any missing parents with `mode`. Existing
 // directories are fine; an existing non-directory component is an error.
 absl::Status MkdirAll(Syscalls& sys, const std::string& path, uint32_t mode);
+
+// A descriptor from Syscalls::OpenAt, closed when this goes.
+class ScopedFd {
+ public:
+  ScopedFd() = default;
+  ScopedFd(Syscalls* sys, int fd) : sys_(sys), fd_(fd) {}
+  ScopedFd(ScopedFd&& other) noexcept : sys_(other.sys_), fd_(other.fd_) { other.fd_ = -1; }
+  ScopedFd& operator=(ScopedFd&& other) noexcept;
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() { Reset(); }
+
+  int get() const { return fd_; }
+  void Reset();
+
+ private:
+  Syscalls* sys_ = nullptr;
+  int fd_ = -1;
+};
+
+// OpenAt, the descriptor held by a ScopedFd.
+absl::StatusOr<ScopedFd> Open(Syscalls& sys, int dir_fd, const std::string& path,
+                              const OpenHow& how);
 
 // True when `path` exists (Stat succeeds, so a dangling symlink exists too).
 // Errors other than NOT_FOUND are returned.

@@ -2,7 +2,10 @@
 // against both implementations: LinuxSyscalls on a tmpfs in a private mount
 // namespace (mount_namespace_main.cc: the run fails, never skips, when it
 // cannot get one) and FakeSyscalls. Each case is written once; a difference
-// between the kernel and the fake fails one of the two runs.
+// between the kernel and the fake fails one of the two runs. The descriptor
+// calls are held to the kernel's answers one by one, and the algorithms built
+// on them (beneath.h, tree.h) run over both; every case ends with no
+// descriptor left open.
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -16,12 +19,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 #include "pkg/volume/testing/test_dir.h"
+#include "pkg/volume/tree.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -40,6 +45,15 @@ class LinuxEnv {
   }
   bool ok() const { return mounted_; }
   Syscalls& sys() { return *sys_; }
+  // The descriptors this process holds.
+  int OpenFiles() const {
+    int n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      (void)entry;
+      ++n;
+    }
+    return n;
+  }
   const std::string& root() const { return root_; }
   // Missing parents are made, as the fake's set-up calls make them.
   void AddDir(const std::string& rel) { std::filesystem::create_directories(root_ + "/" + rel); }
@@ -73,6 +87,7 @@ class FakeEnv {
   }
   bool ok() const { return mounted_; }
   Syscalls& sys() { return fake_; }
+  int OpenFiles() const { return fake_.OpenFileCount(); }
   const std::string& root() const { return root_; }
   void AddDir(const std::string& rel) { ASSERT_TRUE(fake_.AddDir(root_ + "/" + rel).ok()); }
   void AddFile(const std::string& rel, const std::string& content) {
@@ -91,12 +106,26 @@ class FakeEnv {
 template <typename Env>
 class SyscallsContractTest : public testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(env_.ok()) << "could not mount the test's tmpfs"; }
+  void SetUp() override {
+    ASSERT_TRUE(env_.ok()) << "could not mount the test's tmpfs";
+    open_files_ = env_.OpenFiles();
+  }
+  void TearDown() override { EXPECT_EQ(env_.OpenFiles(), open_files_) << "a descriptor leaked"; }
   Syscalls& sys() { return env_.sys(); }
   std::string At(const std::string& rel) const { return env_.root() + "/" + rel; }
   const std::string& root() const { return env_.root(); }
 
+  // Opens `path` from `dir_fd`; the errno of a failure, else 0 (and the
+  // descriptor closed).
+  int OpenErrno(int dir_fd, const std::string& path, const OpenHow& how) {
+    absl::StatusOr<int> fd = sys().OpenAt(dir_fd, path, how);
+    if (!fd.ok()) return ErrnoOf(fd.status()).value_or(-1);
+    EXPECT_TRUE(sys().Close(*fd).ok());
+    return 0;
+  }
+
   Env env_;
+  int open_files_ = 0;
 };
 
 using Implementations = testing::Types<LinuxEnv, FakeEnv>;
@@ -149,18 +178,18 @@ TYPED_TEST(SyscallsContractTest, ResolveBeneathStaysBeneath) {
   this->env_.AddSymlink("a", "inside");
   this->env_.AddSymlink("../..", "up");
   this->env_.AddSymlink("/etc", "absolute");
-  absl::StatusOr<std::string> b = sys.ResolveBeneath(this->root(), "a/b");
+  absl::StatusOr<std::string> b = ResolveBeneath(sys, this->root(), "a/b");
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(*b, this->At("a/b"));
-  absl::StatusOr<std::string> through = sys.ResolveBeneath(this->root(), "inside/b");
+  absl::StatusOr<std::string> through = ResolveBeneath(sys, this->root(), "inside/b");
   ASSERT_TRUE(through.ok()) << through.status();
   EXPECT_EQ(*through, this->At("a/b")) << "a symlink that stays beneath is followed";
   for (const char* escape : {"..", "a/../..", "up", "up/x", "absolute", "/a"}) {
-    EXPECT_EQ(sys.ResolveBeneath(this->root(), escape).status().code(),
+    EXPECT_EQ(ResolveBeneath(sys, this->root(), escape).status().code(),
               absl::StatusCode::kInvalidArgument)
         << escape;
   }
-  EXPECT_EQ(sys.ResolveBeneath(this->root(), "a/missing").status().code(),
+  EXPECT_EQ(ResolveBeneath(sys, this->root(), "a/missing").status().code(),
             absl::StatusCode::kNotFound);
 }
 
@@ -170,24 +199,25 @@ TYPED_TEST(SyscallsContractTest, StrictBeneathCallsRefuseEverySymlink) {
   this->env_.AddFile("a/f", "0123456789");
   this->env_.AddSymlink("a", "inside");
   this->env_.AddSymlink("a/f", "file-link");
-  ASSERT_TRUE(sys.MkdirBeneath(this->root(), "a/new", 0755).ok());
-  EXPECT_EQ(sys.MkdirBeneath(this->root(), "a/new", 0755).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(sys.MkdirBeneath(this->root(), "inside/new", 0755).code(),
+  ASSERT_TRUE(MkdirBeneath(sys, this->root(), "a/new", 0755).ok());
+  EXPECT_EQ(MkdirBeneath(sys, this->root(), "a/new", 0755).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(MkdirBeneath(sys, this->root(), "inside/new", 0755).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(sys.MkdirBeneath(this->root(), "x/y", 0755).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(sys.StatBeneath(this->root(), "file-link").status().code(),
+  EXPECT_EQ(MkdirBeneath(sys, this->root(), "x/y", 0755).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(StatBeneath(sys, this->root(), "file-link").status().code(),
             absl::StatusCode::kInvalidArgument)
       << "the last component too";
-  absl::StatusOr<FileInfo> f = sys.StatBeneath(this->root(), "a/f");
+  absl::StatusOr<FileInfo> f = StatBeneath(sys, this->root(), "a/f");
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_TRUE(S_ISREG(f->mode));
-  absl::StatusOr<std::string> head = sys.ReadFileBeneath(this->root(), "a/f", 4);
+  absl::StatusOr<std::string> head = ReadFileBeneath(sys, this->root(), "a/f", 4);
   ASSERT_TRUE(head.ok()) << head.status();
   EXPECT_EQ(*head, "0123");
-  EXPECT_EQ(sys.ReadFileBeneath(this->root(), "a", 4).status().code(),
+  EXPECT_EQ(ReadFileBeneath(sys, this->root(), "a", 4).status().code(),
             absl::StatusCode::kInvalidArgument)
       << "a directory is not a regular file";
-  EXPECT_EQ(sys.ReadFileBeneath(this->root(), "file-link", 4).status().code(),
+  EXPECT_EQ(ReadFileBeneath(sys, this->root(), "file-link", 4).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -200,7 +230,7 @@ TYPED_TEST(SyscallsContractTest, MarkedDirHasExactlyTheModeAndTheMarker) {
   spec.marker_name = ".owner";
   spec.marker_content = "volume=v1\n";
   spec.marker_mode = 0444;
-  ASSERT_TRUE(sys.MakeMarkedDirBeneath(this->root(), "vol", spec).ok());
+  ASSERT_TRUE(MakeMarkedDirBeneath(sys, this->root(), "vol", spec).ok());
   absl::StatusOr<FileInfo> dir = sys.Stat(this->At("vol"));
   ASSERT_TRUE(dir.ok());
   EXPECT_EQ(dir->mode & 07777, 02770u) << "no umask, set-group-ID kept after the chown";
@@ -209,20 +239,20 @@ TYPED_TEST(SyscallsContractTest, MarkedDirHasExactlyTheModeAndTheMarker) {
   absl::StatusOr<FileInfo> marker = sys.Stat(this->At("vol/.owner"));
   ASSERT_TRUE(marker.ok());
   EXPECT_EQ(marker->mode & 07777, 0444u);
-  absl::StatusOr<std::string> content = sys.ReadFileBeneath(this->root(), "vol/.owner", 100);
+  absl::StatusOr<std::string> content = ReadFileBeneath(sys, this->root(), "vol/.owner", 100);
   ASSERT_TRUE(content.ok());
   EXPECT_EQ(*content, "volume=v1\n");
-  EXPECT_EQ(sys.MakeMarkedDirBeneath(this->root(), "vol", spec).code(),
+  EXPECT_EQ(MakeMarkedDirBeneath(sys, this->root(), "vol", spec).code(),
             absl::StatusCode::kAlreadyExists);
 }
 
 TYPED_TEST(SyscallsContractTest, ListDirIsSortedWithoutDots) {
   for (const char* name : {"b", "a", "c"}) this->env_.AddDir(std::string("l/") + name);
   this->env_.AddFile("l/0", "");
-  absl::StatusOr<std::vector<std::string>> names = this->sys().ListDir(this->At("l"));
+  absl::StatusOr<std::vector<std::string>> names = ListDir(this->sys(), this->At("l"));
   ASSERT_TRUE(names.ok()) << names.status();
   EXPECT_THAT(*names, ElementsAre("0", "a", "b", "c"));
-  EXPECT_EQ(this->sys().ListDir(this->At("nope")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ListDir(this->sys(), this->At("nope")).status().code(), absl::StatusCode::kNotFound);
 }
 
 TYPED_TEST(SyscallsContractTest, WalkTreeGoesDirectoriesFirstAndNeverFollowsOrCrosses) {
@@ -236,7 +266,7 @@ TYPED_TEST(SyscallsContractTest, WalkTreeGoesDirectoriesFirstAndNeverFollowsOrCr
   ASSERT_TRUE(sys.Mount("other", this->At("w/m"), "tmpfs", 0, "").ok());
   this->env_.AddFile("w/m/on-the-other-mount", "x");
   std::vector<std::string> seen;
-  absl::Status walked = sys.WalkTree(this->At("w"), {}, [&](const TreeEntry& e) {
+  absl::Status walked = WalkTree(sys, this->At("w"), {}, [&](const TreeEntry& e) {
     seen.push_back(e.path);
     return EntryChange{};
   });
@@ -260,7 +290,7 @@ TYPED_TEST(SyscallsContractTest, WalkTreeGoesDirectoriesFirstAndNeverFollowsOrCr
   TreeLimits shallow;
   shallow.max_depth = 1;
   EXPECT_EQ(
-      sys.WalkTree(this->At("w"), shallow, [](const TreeEntry&) { return EntryChange{}; }).code(),
+      WalkTree(sys, this->At("w"), shallow, [](const TreeEntry&) { return EntryChange{}; }).code(),
       absl::StatusCode::kResourceExhausted);
   ASSERT_TRUE(sys.Unmount(this->At("w/m"), 0).ok());
 }
@@ -272,17 +302,17 @@ TYPED_TEST(SyscallsContractTest, RemoveTreeBeneathStopsAtMountsAndDepth) {
   this->env_.AddDir("kept");
   this->env_.AddFile("kept/file", "x");
   this->env_.AddSymlink("../kept", "t/link");
-  ASSERT_TRUE(sys.RemoveTreeBeneath(this->root(), "t", 256).ok());
+  ASSERT_TRUE(RemoveTreeBeneath(sys, this->root(), "t", 256).ok());
   EXPECT_EQ(sys.Stat(this->At("t")).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(sys.Stat(this->At("kept/file")).ok()) << "a symlink is removed, not followed";
 
   this->env_.AddDir("deep/1/2/3");
-  EXPECT_EQ(sys.RemoveTreeBeneath(this->root(), "deep", 1).code(),
+  EXPECT_EQ(RemoveTreeBeneath(sys, this->root(), "deep", 1).code(),
             absl::StatusCode::kResourceExhausted);
 
   this->env_.AddDir("mounted/m");
   ASSERT_TRUE(sys.Mount("other", this->At("mounted/m"), "tmpfs", 0, "").ok());
-  EXPECT_EQ(sys.RemoveTreeBeneath(this->root(), "mounted", 256).code(),
+  EXPECT_EQ(RemoveTreeBeneath(sys, this->root(), "mounted", 256).code(),
             absl::StatusCode::kFailedPrecondition);
   absl::StatusOr<FileInfo> m = sys.Stat(this->At("mounted/m"));
   ASSERT_TRUE(m.ok()) << "the mount below is never entered";
@@ -337,6 +367,123 @@ TYPED_TEST(SyscallsContractTest, BindBeneathSetsTheFlagsAndStaysBeneath) {
   absl::StatusOr<bool> mounted = checker.IsMountPoint(this->At("target"));
   ASSERT_TRUE(mounted.ok());
   EXPECT_FALSE(*mounted) << "a refused bind leaves nothing";
+}
+
+// --- The descriptor calls, one by one -----------------------------------------
+
+OpenHow How(OpenAccess access, Resolution resolve, bool directory = false, bool nofollow = false) {
+  OpenHow how;
+  how.access = access;
+  how.resolve = resolve;
+  how.directory = directory;
+  how.nofollow = nofollow;
+  return how;
+}
+
+TYPED_TEST(SyscallsContractTest, OpenResolvesAsOpenat2) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("a/b");
+  this->env_.AddFile("a/f", "x");
+  this->env_.AddSymlink("b", "a/inside");
+  this->env_.AddSymlink("../..", "a/up");
+  this->env_.AddSymlink("/etc", "a/absolute");
+  this->env_.AddDir("a/m");
+  ASSERT_TRUE(sys.Mount("other", this->At("a/m"), "tmpfs", 0, "").ok());
+  absl::StatusOr<ScopedFd> a = Open(sys, kAtCwd, this->At("a"), How(OpenAccess::kPath, {}, true));
+  ASSERT_TRUE(a.ok()) << a.status();
+  const int dir = a->get();
+  const Resolution kBeneath = Resolution::kBeneath;
+  const Resolution kStrict = Resolution::kStrictlyBeneath;
+  const OpenAccess kPath = OpenAccess::kPath;
+  EXPECT_EQ(this->OpenErrno(dir, "inside", How(kPath, kBeneath)), 0) << "a link that stays";
+  EXPECT_EQ(this->OpenErrno(dir, "..", How(kPath, kBeneath)), EXDEV);
+  EXPECT_EQ(this->OpenErrno(dir, "up", How(kPath, kBeneath)), EXDEV);
+  EXPECT_EQ(this->OpenErrno(dir, "absolute", How(kPath, kBeneath)), EXDEV);
+  EXPECT_EQ(this->OpenErrno(dir, "/etc", How(kPath, kBeneath)), EXDEV);
+  EXPECT_EQ(this->OpenErrno(dir, "..", How(kPath, Resolution::kAnywhere)), 0);
+  EXPECT_EQ(this->OpenErrno(dir, "m", How(kPath, kBeneath)), 0) << "a mount, not strictly";
+  EXPECT_EQ(this->OpenErrno(dir, "inside", How(kPath, kStrict)), ELOOP);
+  EXPECT_EQ(this->OpenErrno(dir, "inside/.", How(kPath, kStrict)), ELOOP);
+  EXPECT_EQ(this->OpenErrno(dir, "m", How(kPath, kStrict)), EXDEV);
+  EXPECT_EQ(this->OpenErrno(dir, "b", How(kPath, kStrict, true)), 0);
+  EXPECT_EQ(this->OpenErrno(dir, "missing", How(kPath, kStrict)), ENOENT);
+  // O_NOFOLLOW: only O_PATH opens the link itself.
+  EXPECT_EQ(this->OpenErrno(dir, "inside", How(kPath, Resolution::kAnywhere, false, true)), 0);
+  EXPECT_EQ(this->OpenErrno(dir, "inside", How(OpenAccess::kRead, {}, false, true)), ELOOP);
+  EXPECT_EQ(this->OpenErrno(dir, "inside", How(OpenAccess::kRead, {}, true, true)), ENOTDIR);
+  EXPECT_EQ(this->OpenErrno(dir, "f", How(OpenAccess::kRead, {}, true)), ENOTDIR);
+  OpenHow create = How(OpenAccess::kCreate, {}, false, true);
+  create.mode = 0600;
+  EXPECT_EQ(this->OpenErrno(dir, "f", create), EEXIST);
+  a->Reset();
+  ASSERT_TRUE(sys.Unmount(this->At("a/m"), 0).ok());
+}
+
+TYPED_TEST(SyscallsContractTest, DescriptorsListChangeReadAndWrite) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("d/sub");
+  this->env_.AddFile("d/sub/f", "x");
+  this->env_.AddSymlink("sub", "d/link");
+  absl::StatusOr<ScopedFd> d =
+      Open(sys, kAtCwd, this->At("d"), How(OpenAccess::kRead, {}, true, true));
+  ASSERT_TRUE(d.ok()) << d.status();
+  absl::StatusOr<std::vector<std::string>> names = sys.ReadDir(d->get());
+  ASSERT_TRUE(names.ok()) << names.status();
+  std::sort(names->begin(), names->end());
+  EXPECT_THAT(*names, ElementsAre("link", "sub"));
+  absl::StatusOr<std::vector<std::string>> again = sys.ReadDir(d->get());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), 2u) << "each listing starts from the beginning";
+  EXPECT_EQ(*sys.PathOf(d->get()), this->At("d"));
+
+  absl::StatusOr<FileInfo> link = sys.StatAt(d->get(), "link");
+  ASSERT_TRUE(link.ok());
+  EXPECT_TRUE(S_ISLNK(link->mode)) << "a final symlink is not followed";
+  absl::StatusOr<FileInfo> self = sys.StatAt(d->get(), "");
+  ASSERT_TRUE(self.ok());
+  EXPECT_TRUE(S_ISDIR(self->mode));
+  EXPECT_GE(self->nlink, 2u);
+
+  ASSERT_TRUE(sys.ChownAt(d->get(), "", 4242, 4343).ok());
+  ASSERT_TRUE(sys.ChmodAt(d->get(), "", 02750).ok());
+  absl::StatusOr<FileInfo> changed = sys.Stat(this->At("d"));
+  ASSERT_TRUE(changed.ok());
+  EXPECT_EQ(changed->uid, 4242u);
+  EXPECT_EQ(changed->gid, 4343u);
+  EXPECT_EQ(changed->mode & 07777, 02750u);
+  ASSERT_TRUE(sys.ChownAt(d->get(), "link", std::nullopt, 4444).ok());
+  EXPECT_EQ(sys.Stat(this->At("d/link"))->gid, 4444u) << "the link's own group";
+  EXPECT_EQ(sys.Stat(this->At("d/sub"))->gid, 0u) << "not its target's";
+  EXPECT_EQ(ErrnoOf(sys.ChmodAt(d->get(), "link", 0700)), EOPNOTSUPP);
+  absl::StatusOr<ScopedFd> path_only = Open(sys, d->get(), "sub", How(OpenAccess::kPath, {}));
+  ASSERT_TRUE(path_only.ok());
+  EXPECT_EQ(ErrnoOf(sys.ChmodAt(path_only->get(), "", 0700)), EBADF);
+  EXPECT_EQ(ErrnoOf(sys.ReadDir(path_only->get()).status()), EBADF);
+
+  EXPECT_EQ(ErrnoOf(sys.UnlinkAt(d->get(), "sub", true)), ENOTEMPTY);
+  EXPECT_EQ(ErrnoOf(sys.UnlinkAt(d->get(), "sub", false)), EISDIR);
+  EXPECT_EQ(ErrnoOf(sys.UnlinkAt(path_only->get(), "f", true)), ENOTDIR);
+  ASSERT_TRUE(sys.UnlinkAt(path_only->get(), "f", false).ok());
+  EXPECT_EQ(ErrnoOf(sys.UnlinkAt(path_only->get(), "f", false)), ENOENT);
+  ASSERT_TRUE(sys.MkdirAt(path_only->get(), "new", 0755).ok());
+  EXPECT_EQ(sys.MkdirAt(path_only->get(), "new", 0755).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(sys.UnlinkAt(path_only->get(), "new", true).ok());
+
+  OpenHow create = How(OpenAccess::kCreate, {}, false, true);
+  create.mode = 0600;
+  absl::StatusOr<ScopedFd> file = Open(sys, d->get(), "written", create);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(sys.Write(file->get(), "hello ").ok());
+  ASSERT_TRUE(sys.Write(file->get(), "world").ok());
+  ASSERT_TRUE(sys.Fsync(file->get()).ok());
+  EXPECT_EQ(ErrnoOf(sys.Read(file->get(), 5).status()), EBADF) << "opened for writing only";
+  absl::StatusOr<ScopedFd> reader =
+      Open(sys, d->get(), "written", How(OpenAccess::kRead, {}, false, true));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(*sys.Read(reader->get(), 5), "hello");
+  EXPECT_EQ(*sys.Read(reader->get(), 100), " world") << "reading goes on where it stopped";
+  EXPECT_EQ(*sys.Read(reader->get(), 100), "");
+  EXPECT_EQ(ErrnoOf(sys.Write(reader->get(), "x")), EBADF);
 }
 
 }  // namespace

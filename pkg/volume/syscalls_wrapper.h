@@ -44,37 +44,34 @@ class SyscallsWrapper : public Syscalls {
   }
   absl::Status Rmdir(const std::string& path) override { return target_->Rmdir(path); }
   absl::StatusOr<std::string> ReadMountInfo() override { return target_->ReadMountInfo(); }
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                             const std::string& relative) override {
-    return target_->ResolveBeneath(root, relative);
+  absl::StatusOr<int> OpenAt(int dir_fd, const std::string& path, const OpenHow& how) override {
+    return target_->OpenAt(dir_fd, path, how);
   }
-  absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
-                        const TreeVisitor& visit) override {
-    return target_->WalkTree(root, limits, visit);
+  absl::Status Close(int fd) override { return target_->Close(fd); }
+  absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) override {
+    return target_->StatAt(dir_fd, name);
   }
-  absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
-                            uint32_t mode) override {
-    return target_->MkdirBeneath(root, relative, mode);
+  absl::StatusOr<std::vector<std::string>> ReadDir(int fd) override { return target_->ReadDir(fd); }
+  absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) override {
+    return target_->MkdirAt(dir_fd, name, mode);
   }
-  absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
-                                       const std::string& relative) override {
-    return target_->StatBeneath(root, relative);
+  absl::Status UnlinkAt(int dir_fd, const std::string& name, bool directory) override {
+    return target_->UnlinkAt(dir_fd, name, directory);
   }
-  absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
-                                              size_t max_bytes) override {
-    return target_->ReadFileBeneath(root, relative, max_bytes);
+  absl::Status ChownAt(int dir_fd, const std::string& name, std::optional<uint32_t> uid,
+                       std::optional<uint32_t> gid) override {
+    return target_->ChownAt(dir_fd, name, uid, gid);
   }
-  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
-                                    const MarkedDirSpec& spec) override {
-    return target_->MakeMarkedDirBeneath(root, relative, spec);
+  absl::Status ChmodAt(int dir_fd, const std::string& name, uint32_t mode) override {
+    return target_->ChmodAt(dir_fd, name, mode);
   }
-  absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                                 int max_depth) override {
-    return target_->RemoveTreeBeneath(root, relative, max_depth);
+  absl::StatusOr<std::string> Read(int fd, size_t max_bytes) override {
+    return target_->Read(fd, max_bytes);
   }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
-    return target_->ListDir(dir);
-  }
+  absl::Status Write(int fd, const std::string& data) override { return target_->Write(fd, data); }
+  absl::Status Fsync(int fd) override { return target_->Fsync(fd); }
+  absl::StatusOr<std::string> PathOf(int fd) override { return target_->PathOf(fd); }
+  uint32_t EffectiveUid() override { return target_->EffectiveUid(); }
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override {
     return target_->WatchDir(dir);
   }

@@ -18,6 +18,7 @@
 #include "glog/logging.h"
 #include "pkg/csimanager/types.h"
 #include "pkg/server/endpoint.h"
+#include "pkg/volume/beneath.h"
 #include "proto/pluginregistration.grpc.pb.h"
 
 namespace lustre_csi::csimanager {
@@ -102,7 +103,7 @@ bool RegistrationWatcher::IsSocket(const std::string& path, absl::Time* mtime) {
 
 void RegistrationWatcher::Scan() {
   std::set<std::string> found;
-  absl::StatusOr<std::vector<std::string>> names = sys_->ListDir(options_.directory);
+  absl::StatusOr<std::vector<std::string>> names = volume::ListDir(*sys_, options_.directory);
   if (!names.ok()) {
     LOG(ERROR) << "reading " << options_.directory << ": " << names.status();
     return;

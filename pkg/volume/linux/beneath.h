@@ -1,15 +1,9 @@
 // Paths resolved beneath a directory on the real file system, with openat2(2)
 // (glibc has no wrapper; this is the project's one), or on kernels without it
-// with the same resolution walked in user space (walk_beneath.h).
-//
-// ResolveBeneath and OpenPathBeneath stop "..", absolute symlinks and magic
-// links from leaving the root; the *Beneath calls that create, read or change
-// something resolve strictly (kResolveStrictlyBeneath: no symlink at all, no
-// other mount) and act on what they opened, so nothing swapped into the path
-// can redirect a call. (A sequence of calls resolves each time anew;
-// MakeMarkedDirBeneath does its whole job through one descriptor for that
-// reason.) They implement the same calls of LinuxSyscalls; see
-// pkg/volume/syscalls.h for their contracts. Stateless and thread-safe.
+// with the same resolution walked in user space (walk_beneath.h), and statx(2)
+// with the mount id found on every kernel. LinuxSyscalls' OpenAt, StatAt and
+// BindBeneath are made of these; what is built from several calls lives above
+// the seam (pkg/volume/beneath.h). Stateless and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_BENEATH_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_BENEATH_H_
 
@@ -42,37 +36,14 @@ inline int OpenStrictlyBeneath(int dir_fd, const char* path, uint64_t flags, uin
   return OpenAt2(dir_fd, path, flags, mode, kResolveStrictlyBeneath);
 }
 
-// Resolves `relative` beneath the existing directory `root` with
-// openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) and returns the absolute,
-// symlink-free path of the result, beneath the canonical form of `root`.
-// INVALID_ARGUMENT when `relative` is absolute, contains NUL, or a "..",
-// symlink or magic link would leave the root; NOT_FOUND when a component is
-// missing.
-absl::StatusOr<std::string> ResolveBeneath(const std::string& root, absl::string_view relative);
-
-// The same resolution, returning the O_PATH descriptor of the result (the
-// caller closes it); with `no_xdev` the walk may not cross a mount either.
+// `relative` resolved beneath the existing directory `root` with
+// openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): its O_PATH descriptor (the
+// caller closes it). INVALID_ARGUMENT when `relative` is absolute, contains
+// NUL, or a "..", symlink or magic link would leave the root; NOT_FOUND when
+// a component is missing. With `no_xdev` the walk may not cross a mount
+// either.
 absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
                                     bool no_xdev);
-
-absl::Status MkdirBeneath(const std::string& root, const std::string& relative, uint32_t mode);
-absl::StatusOr<FileInfo> StatBeneath(const std::string& root, const std::string& relative);
-absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
-                                            size_t max_bytes);
-absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
-                                  const MarkedDirSpec& spec);
-
-// The error of a strict resolution of `relative` beneath `root` that failed
-// with `err`: INVALID_ARGUMENT for EXDEV and ELOOP (it would leave the root,
-// follow a symlink or cross a mount), else by ErrnoError.
-absl::Status StrictError(int err, const std::string& root, const std::string& relative);
-
-// The parent of the clean relative path `relative`, opened strictly beneath
-// `root` (O_PATH, the caller closes it), and the last component's name.
-// INVALID_ARGUMENT for a path that is not clean, not relative, empty, "." or
-// ends in "..".
-absl::StatusOr<int> OpenParentStrict(const std::string& root, const std::string& relative,
-                                     std::string* name);
 
 // FileInfo from statx(2) of `fd` itself (AT_EMPTY_PATH), or of `name` in the
 // directory `fd` without following a final symlink.

@@ -1,6 +1,6 @@
-// The Linux implementations of the *Beneath calls, on the real file system:
-// every case on both paths, openat2(2) and the user-space walk that stands in
-// for it before Linux 5.6; and the two compared call by call.
+// The *Beneath calls over LinuxSyscalls, on the real file system: every case
+// on both paths, openat2(2) and the user-space walk that stands in for it
+// before Linux 5.6; and the two compared call by call.
 #include "pkg/volume/linux/beneath.h"
 
 #include <fcntl.h>
@@ -15,14 +15,39 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/kernel_probe.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/linux/walk_beneath.h"
 
 namespace lustre_csi::volume::os {
 namespace {
 
 using std::string_literals::operator""s;
+
+// The calls above the seam, over the kernel.
+Syscalls& Sys() {
+  static Syscalls* const sys = NewLinuxSyscalls().release();
+  return *sys;
+}
+absl::StatusOr<std::string> ResolveBeneath(const std::string& root, const std::string& rel) {
+  return volume::ResolveBeneath(Sys(), root, rel);
+}
+absl::Status MkdirBeneath(const std::string& root, const std::string& rel, uint32_t mode) {
+  return volume::MkdirBeneath(Sys(), root, rel, mode);
+}
+absl::StatusOr<FileInfo> StatBeneath(const std::string& root, const std::string& rel) {
+  return volume::StatBeneath(Sys(), root, rel);
+}
+absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& rel,
+                                            size_t max_bytes) {
+  return volume::ReadFileBeneath(Sys(), root, rel, max_bytes);
+}
+absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& rel,
+                                  const MarkedDirSpec& spec) {
+  return volume::MakeMarkedDirBeneath(Sys(), root, rel, spec);
+}
 
 // --- ResolveBeneath (real file system) ---------------------------------------
 

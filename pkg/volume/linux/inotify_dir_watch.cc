@@ -108,22 +108,4 @@ absl::StatusOr<std::unique_ptr<DirWatch>> NewInotifyDirWatch(const std::string& 
   return std::unique_ptr<DirWatch>(new InotifyDirWatch(inotify_fd, wake_fd));
 }
 
-absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return ErrnoError(errno, absl::StrCat("opendir ", dir));
-  std::vector<std::string> names;
-  while (true) {
-    errno = 0;
-    struct dirent* entry = readdir(d);
-    if (entry == nullptr) break;
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  int err = errno;
-  closedir(d);
-  if (err != 0) return ErrnoError(err, absl::StrCat("readdir ", dir));
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 }  // namespace lustre_csi::volume::os

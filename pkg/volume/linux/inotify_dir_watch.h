@@ -14,9 +14,6 @@ namespace lustre_csi::volume::os {
 // FAILED_PRECONDITION (errno attached) when `dir` cannot be watched.
 absl::StatusOr<std::unique_ptr<DirWatch>> NewInotifyDirWatch(const std::string& dir);
 
-// The names in `dir` without "." and "..", sorted.
-absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir);
-
 }  // namespace lustre_csi::volume::os
 
 #endif  // LUSTRE_CSI_PKG_VOLUME_LINUX_INOTIFY_DIR_WATCH_H_

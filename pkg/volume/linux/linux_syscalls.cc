@@ -1,6 +1,8 @@
 #include "pkg/volume/linux/linux_syscalls.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -18,7 +21,6 @@
 #include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/linux/mountinfo_file.h"
 #include "pkg/volume/linux/staged_bind.h"
-#include "pkg/volume/linux/tree.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -194,44 +196,149 @@ class LinuxSyscalls : public Syscalls {
 
   absl::StatusOr<std::string> ReadMountInfo() override { return os::ReadMountInfoFile(); }
 
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                             const std::string& relative) override {
-    return os::ResolveBeneath(root, relative);
+  absl::StatusOr<int> OpenAt(int dir_fd, const std::string& path, const OpenHow& how) override {
+    uint64_t flags = O_CLOEXEC;
+    switch (how.access) {
+      case OpenAccess::kPath:
+        flags |= O_PATH;
+        break;
+      case OpenAccess::kRead:
+        // Non-blocking: a fifo opened for reading would wait for a writer.
+        flags |= O_RDONLY | O_NONBLOCK;
+        break;
+      case OpenAccess::kCreate:
+        flags |= O_WRONLY | O_CREAT | O_EXCL;
+        break;
+    }
+    if (how.directory) flags |= O_DIRECTORY;
+    if (how.nofollow) flags |= O_NOFOLLOW;
+    const uint64_t mode = how.access == OpenAccess::kCreate ? how.mode : 0;
+    int fd = -1;
+    switch (how.resolve) {
+      case Resolution::kAnywhere:
+        fd = openat(dir_fd, path.c_str(), static_cast<int>(flags), static_cast<mode_t>(mode));
+        break;
+      case Resolution::kBeneath:
+        fd =
+            os::OpenAt2(dir_fd, path.c_str(), flags, mode, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+        break;
+      case Resolution::kStrictlyBeneath:
+        fd = os::OpenStrictlyBeneath(dir_fd, path.c_str(), flags, mode);
+        break;
+    }
+    if (fd < 0) return ErrnoError(errno, absl::StrCat("open ", path));
+    return fd;
   }
 
-  absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
-                        const TreeVisitor& visit) override {
-    return os::WalkTree(root, limits, visit);
+  absl::Status Close(int fd) override {
+    if (close(fd) != 0) return ErrnoError(errno, absl::StrCat("close ", fd));
+    return absl::OkStatus();
   }
 
-  absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
-                            uint32_t mode) override {
-    return os::MkdirBeneath(root, relative, mode);
+  absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) override {
+    return os::StatAt(dir_fd, name.c_str(), name);
   }
 
-  absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
-                                       const std::string& relative) override {
-    return os::StatBeneath(root, relative);
+  absl::StatusOr<std::vector<std::string>> ReadDir(int fd) override {
+    // A directory stream of its own on the same open file, from its start.
+    int list_fd = dup(fd);
+    if (list_fd < 0) return ErrnoError(errno, "dup");
+    DIR* dir = fdopendir(list_fd);
+    if (dir == nullptr) {
+      int err = errno;
+      close(list_fd);
+      return ErrnoError(err, "read directory");
+    }
+    absl::Cleanup close_dir = [dir] { closedir(dir); };
+    rewinddir(dir);
+    std::vector<std::string> names;
+    while (true) {
+      errno = 0;
+      struct dirent* entry = readdir(dir);
+      if (entry == nullptr) break;
+      if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+        names.emplace_back(entry->d_name);
+      }
+    }
+    if (errno != 0) return ErrnoError(errno, "read directory");
+    return names;
   }
 
-  absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
-                                              size_t max_bytes) override {
-    return os::ReadFileBeneath(root, relative, max_bytes);
+  absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) override {
+    if (mkdirat(dir_fd, name.c_str(), mode) != 0) {
+      return ErrnoError(errno, absl::StrCat("mkdir ", name));
+    }
+    return absl::OkStatus();
   }
 
-  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
-                                    const MarkedDirSpec& spec) override {
-    return os::MakeMarkedDirBeneath(root, relative, spec);
+  absl::Status UnlinkAt(int dir_fd, const std::string& name, bool directory) override {
+    if (unlinkat(dir_fd, name.c_str(), directory ? AT_REMOVEDIR : 0) != 0) {
+      return ErrnoError(errno, absl::StrCat("remove ", name));
+    }
+    return absl::OkStatus();
   }
 
-  absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                                 int max_depth) override {
-    return os::RemoveTreeBeneath(root, relative, max_depth);
+  absl::Status ChownAt(int dir_fd, const std::string& name, std::optional<uint32_t> uid,
+                       std::optional<uint32_t> gid) override {
+    const uid_t u = uid.has_value() ? *uid : static_cast<uid_t>(-1);
+    const gid_t g = gid.has_value() ? *gid : static_cast<gid_t>(-1);
+    int rc = name.empty() ? fchown(dir_fd, u, g)
+                          : fchownat(dir_fd, name.c_str(), u, g, AT_SYMLINK_NOFOLLOW);
+    if (rc != 0) return ErrnoError(errno, absl::StrCat("chown ", name));
+    return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
-    return os::ListDir(dir);
+  absl::Status ChmodAt(int dir_fd, const std::string& name, uint32_t mode) override {
+    mode &= 07777;
+    int rc = name.empty() ? fchmod(dir_fd, mode)
+                          : fchmodat(dir_fd, name.c_str(), mode, AT_SYMLINK_NOFOLLOW);
+    if (rc != 0) return ErrnoError(errno, absl::StrCat("chmod ", name));
+    return absl::OkStatus();
   }
+
+  absl::StatusOr<std::string> Read(int fd, size_t max_bytes) override {
+    std::string text(max_bytes, '\0');
+    size_t have = 0;
+    while (have < max_bytes) {
+      ssize_t n = read(fd, text.data() + have, max_bytes - have);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoError(errno, "read");
+      if (n == 0) break;
+      have += static_cast<size_t>(n);
+    }
+    text.resize(have);
+    return text;
+  }
+
+  absl::Status Write(int fd, const std::string& data) override {
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = write(fd, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return ErrnoError(n < 0 ? errno : EIO, "write");
+      done += static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Fsync(int fd) override {
+    if (fsync(fd) != 0) return ErrnoError(errno, "fsync");
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> PathOf(int fd) override {
+    std::string link = absl::StrCat("/proc/self/fd/", fd);
+    std::string buf(4096, '\0');
+    ssize_t n = readlink(link.c_str(), buf.data(), buf.size());
+    if (n < 0) return ErrnoError(errno, absl::StrCat("readlink ", link));
+    if (static_cast<size_t>(n) >= buf.size()) {
+      return ErrnoError(ENAMETOOLONG, absl::StrCat("readlink ", link));
+    }
+    buf.resize(static_cast<size_t>(n));
+    return buf;
+  }
+
+  uint32_t EffectiveUid() override { return geteuid(); }
 
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override {
     return os::NewInotifyDirWatch(dir);

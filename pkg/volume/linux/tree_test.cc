@@ -3,7 +3,7 @@
 // kernel is, and as a kernel before 5.8 (no mount id from statx) and 5.6 (no
 // openat2) would have it, where a bind mount of the same file system has the
 // same device and only the fallbacks can tell it apart.
-#include "pkg/volume/linux/tree.h"
+#include "pkg/volume/tree.h"
 
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -14,15 +14,20 @@
 
 #include "gtest/gtest.h"
 #include "pkg/volume/linux/kernel_probe.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/testing/test_dir.h"
 
 namespace lustre_csi::volume {
 namespace {
 
-// The Linux implementation, as Syscalls::RemoveTreeBeneath.
-absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                               int max_depth = 256) {
-  return os::RemoveTreeBeneath(root, relative, max_depth);
+Syscalls& Sys() {
+  static Syscalls* const sys = NewLinuxSyscalls().release();
+  return *sys;
+}
+
+// RemoveTreeBeneath over the kernel.
+absl::Status RemoveTree(const std::string& root, const std::string& relative, int max_depth = 256) {
+  return RemoveTreeBeneath(Sys(), root, relative, max_depth);
 }
 
 bool Exists(const std::string& path) {
@@ -58,7 +63,7 @@ TEST_P(RemoveTreeTest, RemovesNestedTreeAndOnlyIt) {
   WriteFile(dir.Sub("fs/team/vol/a/b/file"), "x");
   WriteFile(dir.Sub("fs/team/vol/top"), "y");
   WriteFile(dir.Sub("fs/team/sibling"), "keep");
-  ASSERT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "team/vol").ok());
+  ASSERT_TRUE(RemoveTree(dir.Sub("fs"), "team/vol").ok());
   EXPECT_FALSE(Exists(dir.Sub("fs/team/vol")));
   EXPECT_TRUE(Exists(dir.Sub("fs/team/sibling")));
 }
@@ -71,7 +76,7 @@ TEST_P(RemoveTreeTest, SymlinksInsideAreRemovedNotFollowed) {
   MakeDir(dir.Sub("fs/vol"));
   MakeSymlink(dir.Sub("outside"), dir.Sub("fs/vol/link"));
   MakeSymlink("../../outside", dir.Sub("fs/vol/rel"));
-  ASSERT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
+  ASSERT_TRUE(RemoveTree(dir.Sub("fs"), "vol").ok());
   EXPECT_FALSE(Exists(dir.Sub("fs/vol")));
   EXPECT_TRUE(Exists(dir.Sub("outside/precious")));
 }
@@ -84,11 +89,11 @@ TEST_P(RemoveTreeTest, RefusesEscapesAndSymlinkedTargets) {
   MakeSymlink(dir.Sub("outside"), dir.Sub("fs/evil"));
   MakeSymlink(dir.Sub("outside"), dir.Sub("fs/parent"));
   for (const char* rel : {"evil", "parent/x", "../outside", "..", "", ".", "/etc"}) {
-    absl::Status s = RemoveTreeBeneath(dir.Sub("fs"), rel);
+    absl::Status s = RemoveTree(dir.Sub("fs"), rel);
     EXPECT_FALSE(s.ok()) << rel;
   }
   EXPECT_TRUE(Exists(dir.Sub("outside/precious")));
-  EXPECT_EQ(RemoveTreeBeneath(dir.Sub("fs"), "missing").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(RemoveTree(dir.Sub("fs"), "missing").code(), absl::StatusCode::kNotFound);
 }
 
 TEST_P(RemoveTreeTest, NeverEntersAnotherMount) {
@@ -101,7 +106,7 @@ TEST_P(RemoveTreeTest, NeverEntersAnotherMount) {
   ASSERT_EQ(
       mount(dir.Sub("elsewhere").c_str(), dir.Sub("fs/vol/mnt").c_str(), nullptr, MS_BIND, nullptr),
       0);
-  absl::Status s = RemoveTreeBeneath(dir.Sub("fs"), "vol");
+  absl::Status s = RemoveTree(dir.Sub("fs"), "vol");
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_TRUE(Exists(dir.Sub("elsewhere/precious")));
   EXPECT_TRUE(Exists(dir.Sub("fs/vol/mnt/precious")));
@@ -111,10 +116,10 @@ TEST_P(RemoveTreeTest, NeverEntersAnotherMount) {
       mount(dir.Sub("elsewhere").c_str(), dir.Sub("fs/vol").c_str(), nullptr, MS_BIND, nullptr), 0);
   // Another mount on the way is refused by the resolution, like every path
   // that crosses one.
-  EXPECT_EQ(RemoveTreeBeneath(dir.Sub("fs"), "vol").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RemoveTree(dir.Sub("fs"), "vol").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Exists(dir.Sub("elsewhere/precious")));
   ASSERT_EQ(umount(dir.Sub("fs/vol").c_str()), 0);
-  EXPECT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
+  EXPECT_TRUE(RemoveTree(dir.Sub("fs"), "vol").ok());
 }
 
 // The walk under fsGroup and usage: a bind mount of the same file system
@@ -131,7 +136,7 @@ TEST_P(RemoveTreeTest, WalkNeverEntersABindMountOfTheSameFileSystem) {
       mount(dir.Sub("elsewhere").c_str(), dir.Sub("vol/mnt").c_str(), nullptr, MS_BIND, nullptr),
       0);
   std::set<std::string> seen;
-  absl::Status s = os::WalkTree(dir.Sub("vol"), TreeLimits(), [&](const TreeEntry& e) {
+  absl::Status s = WalkTree(Sys(), dir.Sub("vol"), TreeLimits(), [&](const TreeEntry& e) {
     seen.insert(e.path);
     return EntryChange();
   });
@@ -149,9 +154,8 @@ TEST_P(RemoveTreeTest, DepthIsBounded) {
     path += "/d";
     MakeDir(path);
   }
-  EXPECT_EQ(RemoveTreeBeneath(dir.Sub("fs"), "vol", 5).code(),
-            absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(RemoveTreeBeneath(dir.Sub("fs"), "vol").ok());
+  EXPECT_EQ(RemoveTree(dir.Sub("fs"), "vol", 5).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(RemoveTree(dir.Sub("fs"), "vol").ok());
 }
 
 }  // namespace

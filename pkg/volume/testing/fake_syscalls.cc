@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
 
 #include "absl/cleanup/cleanup.h"
@@ -55,6 +56,18 @@ struct FakeSyscalls::Step {
   std::string fs_path;
   std::string abs;
   bool at_root = false;
+};
+
+// An open descriptor: the place it names (its mount by id, which outlives
+// reordering) and the inode it found there.
+struct FakeSyscalls::OpenFile {
+  int mount_id = 0;
+  std::string fs_path;
+  std::string abs;
+  bool at_root = false;
+  uint64_t ino = 0;
+  OpenAccess access = OpenAccess::kPath;
+  size_t offset = 0;
 };
 
 namespace {
@@ -171,8 +184,17 @@ const FakeSyscalls::Node* FakeSyscalls::NodeAt(const Step& step) const {
   return it == nodes.end() ? nullptr : &it->second;
 }
 
+FakeSyscalls::Node* FakeSyscalls::MutableNodeAt(const Step& step) {
+  auto& nodes = mounts_[step.mount]->fs->nodes;
+  auto it = nodes.find(step.fs_path);
+  return it == nodes.end() ? nullptr : &it->second;
+}
+
 int FakeSyscalls::Walk(std::vector<Step>& stack, const std::string& path, bool follow_last,
                        size_t floor, bool beneath, bool strict) const {
+  const bool absolute = !path.empty() && path[0] == '/';
+  if (absolute && beneath) return EXDEV;
+  if (absolute) stack = {RootStep()};
   std::deque<std::string> queue;
   for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
     queue.emplace_back(part);
@@ -200,8 +222,9 @@ int FakeSyscalls::Walk(std::vector<Step>& stack, const std::string& path, bool f
     auto it = m.fs->nodes.find(child_fs);
     if (it == m.fs->nodes.end()) return ENOENT;
     const Node& node = it->second;
-    if (strict && node.type == Node::kSymlink) return ELOOP;
-    if (node.type == Node::kSymlink && (!queue.empty() || follow_last)) {
+    const bool follow = !queue.empty() || follow_last;
+    if (strict && node.type == Node::kSymlink && follow) return ELOOP;
+    if (node.type == Node::kSymlink && follow) {
       if (++links > kMaxSymlinks) return ELOOP;
       std::vector<std::string> parts = absl::StrSplit(node.link, '/', absl::SkipEmpty());
       if (!node.link.empty() && node.link[0] == '/') {
@@ -264,6 +287,8 @@ FileInfo FakeSyscalls::InfoAt(const Step& step, const Node& node) const {
   info.mount_id = report_mount_id_ ? m.id : 0;
   info.has_mount_root = report_mount_root_;
   info.mount_root = report_mount_root_ && step.at_root;
+  info.nlink = node.type == Node::kDir ? 2 : 1;
+  info.blocks = node.type == Node::kDir ? 8 : (node.content.size() + 4095) / 4096 * 8;
   return info;
 }
 
@@ -280,7 +305,11 @@ int FakeSyscalls::AddNode(const std::string& path, const Node& proto, bool ok_if
   Step parent;
   std::string name;
   int err = ResolveParent(path, &parent, &name);
-  if (err != 0) return err;
+  return err != 0 ? err : AddChild(parent, name, proto, ok_if_dir);
+}
+
+int FakeSyscalls::AddChild(const Step& parent, const std::string& name, const Node& proto,
+                           bool ok_if_dir) {
   if (name == "." || name == "..") return EEXIST;
   const MountRec& m = *mounts_[parent.mount];
   if (m.broken != 0) return m.broken;
@@ -297,6 +326,38 @@ int FakeSyscalls::AddNode(const std::string& path, const Node& proto, bool ok_if
   node.ino = m.fs->next_ino++;
   m.fs->nodes[child] = node;
   Notify(parent.abs, {DirEvent::Kind::kAdded, name});
+  return 0;
+}
+
+int FakeSyscalls::RemoveChild(const Step& parent, const std::string& name, bool directory) {
+  if (name == ".") return EINVAL;
+  if (name == "..") return ENOTEMPTY;
+  MountRec& m = *mounts_[parent.mount];
+  if (m.broken != 0) return m.broken;
+  const Node* dir = NodeAt(parent);
+  if (dir == nullptr) return ENOENT;
+  if (dir->type != Node::kDir) return ENOTDIR;
+  std::string child = JoinPath(parent.fs_path, name);
+  auto it = m.fs->nodes.find(child);
+  if (it == m.fs->nodes.end()) return ENOENT;
+  const bool is_dir = it->second.type == Node::kDir;
+  if (directory && !is_dir) return ENOTDIR;
+  if (!directory && is_dir) return EISDIR;
+  const std::string abs = JoinPath(parent.abs, name);
+  if (ChildMount(parent.mount, abs) >= 0) return EBUSY;
+  if (is_dir) {
+    // Any mount showing this directory as its root keeps it busy too.
+    for (const auto& other : mounts_) {
+      if (other->fs == m.fs && other->root == child) return EBUSY;
+    }
+    std::string prefix = child + "/";
+    auto next = m.fs->nodes.lower_bound(prefix);
+    if (next != m.fs->nodes.end() && absl::StartsWith(next->first, prefix)) return ENOTEMPTY;
+  }
+  if (m.flags & kMsRdonly) return EROFS;
+  m.fs->nodes.erase(it);
+  Notify(parent.abs, {DirEvent::Kind::kRemoved, name});
+  if (is_dir) Notify(abs, {DirEvent::Kind::kDirectoryGone, ""});
   return 0;
 }
 
@@ -407,9 +468,22 @@ void FakeSyscalls::SetAtomicBinds(bool on) { atomic_binds_ = on; }
 absl::Status FakeSyscalls::BindBeneath(const std::string& root, const std::string& relative,
                                        const std::string& target, unsigned long flags) {
   if (!atomic_binds_) return Syscalls::BindBeneath(root, relative, target, flags);
-  absl::StatusOr<std::string> source = ResolveBeneath(root, relative);
-  if (!source.ok()) return source.status();
-  return BindMountWithFlags(*source, target, false, flags);
+  std::string source;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<Step> stack = {RootStep()};
+    int err = Walk(stack, Absolute(root), true, 1, false);
+    if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
+    if (err == 0) err = Walk(stack, relative, true, stack.size(), true);
+    if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
+    const std::string what = absl::StrCat("fake bind ", relative, " beneath ", root);
+    if (err == EXDEV || err == ELOOP) {
+      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err, what);
+    }
+    if (err != 0) return ErrnoError(err, what);
+    source = stack.back().abs;
+  }
+  return BindMountWithFlags(source, target, false, flags);
 }
 
 absl::Status FakeSyscalls::PrepareBinds() {
@@ -497,33 +571,11 @@ absl::Status FakeSyscalls::Rmdir(const std::string& path) {
   Call call = Enter(Op::kRmdir, path);
   RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake rmdir ", path)); };
   Step parent;
   std::string name;
   int err = ResolveParent(path, &parent, &name);
-  if (err != 0) return fail(err);
-  if (name == ".") return fail(EINVAL);
-  if (name == "..") return fail(ENOTEMPTY);
-  MountRec& m = *mounts_[parent.mount];
-  if (m.broken != 0) return fail(m.broken);
-  std::string child = JoinPath(parent.fs_path, name);
-  auto it = m.fs->nodes.find(child);
-  if (it == m.fs->nodes.end()) return fail(ENOENT);
-  if (it->second.type != Node::kDir) return fail(ENOTDIR);
-  if (ChildMount(parent.mount, JoinPath(parent.abs, name)) >= 0) return fail(EBUSY);
-  // Any mount showing this directory as its root keeps it busy too.
-  for (const auto& other : mounts_) {
-    if (other->fs == m.fs && other->root == child) return fail(EBUSY);
-  }
-  std::string prefix = child + "/";
-  auto next = m.fs->nodes.lower_bound(prefix);
-  if (next != m.fs->nodes.end() && absl::StartsWith(next->first, prefix)) {
-    return fail(ENOTEMPTY);
-  }
-  if (m.flags & kMsRdonly) return fail(EROFS);
-  m.fs->nodes.erase(it);
-  Notify(parent.abs, {DirEvent::Kind::kRemoved, name});
-  Notify(JoinPath(parent.abs, name), {DirEvent::Kind::kDirectoryGone, ""});
+  if (err == 0) err = RemoveChild(parent, name, true);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake rmdir ", path));
   return absl::OkStatus();
 }
 
@@ -543,293 +595,144 @@ absl::StatusOr<std::string> FakeSyscalls::ReadMountInfo() {
   return out;
 }
 
-absl::StatusOr<std::string> FakeSyscalls::ResolveBeneath(const std::string& root,
-                                                         const std::string& relative) {
-  Call call = Enter(Op::kResolveBeneath, absl::StrCat(root, " ", relative));
-  RETURN_IF_ERROR(call.status());
-  absl::MutexLock lock(&mu_);
-  std::string context = absl::StrCat("fake resolve \"", relative, "\" beneath ", root);
-  if (relative.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": contains NUL"));
-  }
-  if (!relative.empty() && relative[0] == '/') {
-    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, EXDEV, context);
-  }
-  std::vector<Step> stack = {RootStep()};
-  int err = Walk(stack, Absolute(root), true, 1, false);
-  if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
-  if (err == 0 && NodeAt(stack.back())->type != Node::kDir) err = ENOTDIR;
-  if (err == 0) err = Walk(stack, relative, true, stack.size(), true);
-  if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
-  if (err == EXDEV || err == ELOOP) {
-    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err, context);
-  }
-  if (err != 0) return ErrnoError(err, context);
-  return stack.back().abs;
-}
+// --- Descriptors ---------------------------------------------------------------
 
-// --- Trees and paths strictly beneath a root -----------------------------------
-
-int FakeSyscalls::AddBeneath(const std::string& root, const std::string& relative,
-                             const Node& node) {
-  Step parent;
-  std::string name;
-  int err = ResolveStrict(root, relative, true, &parent, &name);
-  return err != 0 ? err : AddNode(JoinPath(parent.abs, name), node, false);
-}
-
-FakeSyscalls::Node* FakeSyscalls::MutableNodeAt(const Step& step) {
-  auto& nodes = mounts_[step.mount]->fs->nodes;
-  auto it = nodes.find(step.fs_path);
-  return it == nodes.end() ? nullptr : &it->second;
-}
-
-int FakeSyscalls::ResolveStrict(const std::string& root, const std::string& relative,
-                                bool parent_only, Step* out, std::string* name) const {
-  if (relative.empty() || relative[0] == '/' || relative.find('\0') != std::string::npos ||
-      CleanPath(relative) != relative || relative == ".") {
-    return EINVAL;
+int FakeSyscalls::FileAt(int fd, Step* step, OpenFile** file) {
+  auto it = files_.find(fd);
+  if (it == files_.end()) return EBADF;
+  int index = -1;
+  for (size_t i = 0; i < mounts_.size(); ++i) {
+    if (mounts_[i]->id == it->second.mount_id) index = static_cast<int>(i);
   }
-  std::vector<Step> stack = {RootStep()};
-  int err = Walk(stack, Absolute(root), true, 1, false);
-  if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
-  if (err == 0 && NodeAt(stack.back())->type != Node::kDir) err = ENOTDIR;
-  if (err != 0) return err;
-  std::string walk = relative;
-  if (parent_only) {
-    size_t slash = relative.rfind('/');
-    *name = slash == std::string::npos ? relative : relative.substr(slash + 1);
-    if (*name == "..") return EXDEV;
-    walk = slash == std::string::npos ? "" : relative.substr(0, slash);
-  }
-  err = Walk(stack, walk, false, stack.size(), true, true);
-  if (err != 0) return err;
-  const MountRec& m = *mounts_[stack.back().mount];
-  if (m.broken != 0) return m.broken;
-  const Node* node = NodeAt(stack.back());
-  if (node == nullptr) return ENOENT;
-  if (parent_only && node->type != Node::kDir) return ENOTDIR;
-  *out = stack.back();
+  if (index < 0) return ESTALE;
+  step->mount = static_cast<size_t>(index);
+  step->fs_path = it->second.fs_path;
+  step->abs = it->second.abs;
+  step->at_root = it->second.at_root;
+  const Node* node = NodeAt(*step);
+  if (node == nullptr || node->ino != it->second.ino) return ENOENT;
+  if (file != nullptr) *file = &it->second;
   return 0;
 }
 
-namespace {
-
-absl::Status StrictError(int err, const std::string& op, const std::string& root,
-                         const std::string& relative) {
-  std::string what = absl::StrCat("fake ", op, " ", root, "/", relative);
-  if (err == EXDEV || err == ELOOP || err == EINVAL) {
-    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                              absl::StrCat(what, ": not strictly beneath ", root));
+int FakeSyscalls::StartAt(int dir_fd, std::vector<Step>* stack) {
+  if (dir_fd == kAtCwd) {
+    *stack = {RootStep()};
+    return 0;
   }
-  return ErrnoError(err, what);
+  Step start;
+  int err = FileAt(dir_fd, &start, nullptr);
+  if (err != 0) return err;
+  *stack = {start};
+  return 0;
 }
 
-}  // namespace
+int FakeSyscalls::ParentAt(int dir_fd, const std::string& name, Step* parent, std::string* last) {
+  std::vector<Step> stack;
+  int err = StartAt(dir_fd, &stack);
+  if (err != 0) return err;
+  std::string path = name;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.rfind('/');
+  *last = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (last->empty()) return ENOENT;
+  if (slash != std::string::npos) {
+    err = Walk(stack, slash == 0 ? "/" : path.substr(0, slash), true, 1, false);
+    if (err != 0) return err;
+  }
+  *parent = stack.back();
+  return 0;
+}
 
-absl::Status FakeSyscalls::WalkTree(const std::string& root, const TreeLimits& limits,
-                                    const TreeVisitor& visit) {
-  struct Item {
-    TreeEntry entry;
-    std::string fs_path;
-  };
-  std::vector<Item> items;
-  absl::Status stopped;
-  std::shared_ptr<Fs> fs;
-  Call call = Enter(Op::kWalkTree, root);
+int FakeSyscalls::NewFile(const Step& step, OpenAccess access) {
+  OpenFile file;
+  file.mount_id = mounts_[step.mount]->id;
+  file.fs_path = step.fs_path;
+  file.abs = step.abs;
+  file.at_root = step.at_root;
+  file.ino = NodeAt(step)->ino;
+  file.access = access;
+  int fd = next_fd_++;
+  files_[fd] = std::move(file);
+  return fd;
+}
+
+absl::StatusOr<int> FakeSyscalls::OpenAt(int dir_fd, const std::string& path, const OpenHow& how) {
+  Call call = Enter(Op::kOpen, path);
   RETURN_IF_ERROR(call.status());
-  {
-    absl::MutexLock lock(&mu_);
-    auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake walk ", root)); };
-    Step at;
-    int err = Resolve(root, false, &at);
-    if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
-    // Like open(O_DIRECTORY | O_NOFOLLOW): a symlink is no directory.
-    if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
+  absl::MutexLock lock(&mu_);
+  auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake open ", path)); };
+  if (path.empty()) return fail(ENOENT);
+  if (how.access == OpenAccess::kCreate) {
+    if (how.resolve != Resolution::kAnywhere || how.directory) return fail(EINVAL);
+    Step parent;
+    std::string name;
+    int err = ParentAt(dir_fd, path, &parent, &name);
+    if (err == 0 && mounts_[parent.mount]->broken != 0) err = mounts_[parent.mount]->broken;
     if (err != 0) return fail(err);
-    const MountRec& m = *mounts_[at.mount];
-    fs = m.fs;
-    // Mount points below the root hide what is beneath them.
-    std::vector<std::string> hidden;
-    for (const auto& other : mounts_) {
-      if (other->parent_id == m.id && IsPathBeneath(at.abs, other->mount_point)) {
-        hidden.push_back(other->mount_point);
-      }
-    }
-    const std::string prefix = at.fs_path == "/" ? "/" : at.fs_path + "/";
-    for (auto it = fs->nodes.lower_bound(at.fs_path); it != fs->nodes.end(); ++it) {
-      const bool is_root = it->first == at.fs_path;
-      if (!is_root && !absl::StartsWith(it->first, prefix)) {
-        if (it->first > prefix) break;
-        continue;
-      }
-      Item item;
-      item.fs_path = it->first;
-      item.entry.path = is_root ? "" : it->first.substr(prefix.size());
-      std::string abs = item.entry.path.empty() ? at.abs : JoinPath(at.abs, item.entry.path);
-      bool skip = false;
-      for (const std::string& h : hidden) skip = skip || IsPathBeneath(h, abs);
-      if (skip) continue;
-      const Node& node = it->second;
-      item.entry.depth =
-          is_root
-              ? 0
-              : static_cast<int>(std::count(item.entry.path.begin(), item.entry.path.end(), '/')) +
-                    1;
-      FileInfo info = InfoAt(at, node);
-      item.entry.mode = info.mode;
-      item.entry.uid = node.uid;
-      item.entry.gid = node.gid;
-      item.entry.nlink = node.type == Node::kDir ? 2 : 1;
-      item.entry.dev = info.dev;
-      item.entry.ino = node.ino;
-      item.entry.blocks = node.type == Node::kDir ? 8 : (node.content.size() + 4095) / 4096 * 8;
-      // Like the real walk, a limit stops it after what came before was
-      // visited (and changed).
-      if (limits.max_entries != 0 && items.size() >= limits.max_entries) {
-        stopped = absl::ResourceExhaustedError(
-            absl::StrCat("fake walk of ", root, " stopped after ", limits.max_entries, " entries"));
-        break;
-      }
-      if (node.type == Node::kDir && item.entry.depth > limits.max_depth) {
-        stopped = absl::ResourceExhaustedError(
-            absl::StrCat("fake walk of ", root, " is deeper than ", limits.max_depth, " levels"));
-        break;
-      }
-      items.push_back(std::move(item));
-    }
+    Node node;
+    node.type = Node::kFile;
+    node.mode = how.mode & 07777;
+    err = AddChild(parent, name, node, false);
+    if (err != 0) return fail(err);
+    std::vector<Step> stack = {parent};
+    err = Walk(stack, name, false, 1, false);
+    if (err != 0) return fail(err);
+    return NewFile(stack.back(), how.access);
   }
-  for (const Item& item : items) {
-    absl::StatusOr<EntryChange> change = visit(item.entry);
-    if (!change.ok()) return change.status();
-    absl::MutexLock lock(&mu_);
-    auto it = fs->nodes.find(item.fs_path);
-    if (it == fs->nodes.end()) continue;  // removed meanwhile
-    if (change->gid.has_value()) it->second.gid = *change->gid;
-    if (change->mode.has_value() && it->second.type != Node::kSymlink) {
-      it->second.mode = *change->mode & 07777;
-    }
+  std::vector<Step> stack;
+  int err = StartAt(dir_fd, &stack);
+  if (err != 0) return fail(err);
+  const bool beneath = how.resolve != Resolution::kAnywhere && dir_fd != kAtCwd;
+  const bool strict = how.resolve == Resolution::kStrictlyBeneath;
+  err = Walk(stack, path, !how.nofollow, 1, beneath, strict);
+  if (err != 0) return fail(err);
+  const Step& at = stack.back();
+  if (mounts_[at.mount]->broken != 0) return fail(mounts_[at.mount]->broken);
+  const Node* node = NodeAt(at);
+  if (node == nullptr) return fail(ENOENT);
+  // A final symlink, not followed: only O_PATH opens it.
+  if (node->type == Node::kSymlink && how.access != OpenAccess::kPath) {
+    return fail(how.directory ? ENOTDIR : ELOOP);
   }
-  return stopped;
+  if (how.directory && node->type != Node::kDir) return fail(ENOTDIR);
+  return NewFile(at, how.access);
 }
 
-absl::Status FakeSyscalls::MkdirBeneath(const std::string& root, const std::string& relative,
-                                        uint32_t mode) {
-  Call call = Enter(Op::kMkdirBeneath, absl::StrCat(root, "/", relative));
-  RETURN_IF_ERROR(call.status());
+absl::Status FakeSyscalls::Close(int fd) {
   absl::MutexLock lock(&mu_);
-  Node node;
-  node.type = Node::kDir;
-  node.mode = mode & 07777;
-  int err = AddBeneath(root, relative, node);
-  if (err != 0) return StrictError(err, "mkdir", root, relative);
+  if (files_.erase(fd) == 0) return ErrnoError(EBADF, absl::StrCat("fake close ", fd));
   return absl::OkStatus();
 }
 
-absl::StatusOr<FileInfo> FakeSyscalls::StatBeneath(const std::string& root,
-                                                   const std::string& relative) {
-  Call call = Enter(Op::kStatBeneath, absl::StrCat(root, "/", relative));
+absl::StatusOr<FileInfo> FakeSyscalls::StatAt(int dir_fd, const std::string& name) {
+  Call call = Enter(Op::kStat, name);
   RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
-  Step at;
-  int err = ResolveStrict(root, relative, false, &at, nullptr);
-  if (err != 0) return StrictError(err, "statx", root, relative);
-  return InfoAt(at, *NodeAt(at));
+  auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake statx ", name)); };
+  std::vector<Step> stack;
+  int err = StartAt(dir_fd, &stack);
+  if (err == 0 && !name.empty()) err = Walk(stack, name, false, 1, false);
+  if (err != 0) return fail(err);
+  const Step& at = stack.back();
+  if (mounts_[at.mount]->broken != 0) return fail(mounts_[at.mount]->broken);
+  const Node* node = NodeAt(at);
+  if (node == nullptr) return fail(ENOENT);
+  return InfoAt(at, *node);
 }
 
-absl::StatusOr<std::string> FakeSyscalls::ReadFileBeneath(const std::string& root,
-                                                          const std::string& relative,
-                                                          size_t max_bytes) {
-  Call call = Enter(Op::kReadFileBeneath, absl::StrCat(root, "/", relative));
+absl::StatusOr<std::vector<std::string>> FakeSyscalls::ReadDir(int fd) {
+  Call call = Enter(Op::kReadDir, absl::StrCat(fd));
   RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
+  auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake read directory ", fd)); };
   Step at;
-  int err = ResolveStrict(root, relative, false, &at, nullptr);
-  if (err != 0) return StrictError(err, "read", root, relative);
-  if (NodeAt(at)->type != Node::kFile) {
-    return ErrnoError(EINVAL,
-                      absl::StrCat("fake read ", root, "/", relative, ": not a regular file"));
-  }
-  return NodeAt(at)->content.substr(0, max_bytes);
-}
-
-absl::Status FakeSyscalls::MakeMarkedDirBeneath(const std::string& root,
-                                                const std::string& relative,
-                                                const MarkedDirSpec& spec) {
-  Call call = Enter(Op::kMakeMarkedDirBeneath, absl::StrCat(root, "/", relative));
-  RETURN_IF_ERROR(call.status());
-  absl::MutexLock lock(&mu_);
-  if (spec.marker_name.empty() || spec.marker_name.find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("bad marker name \"", spec.marker_name, "\""));
-  }
-  Node dir;
-  dir.type = Node::kDir;
-  dir.mode = spec.mode & 07777;
-  if (spec.uid.has_value()) dir.uid = *spec.uid;
-  if (spec.gid.has_value()) dir.gid = *spec.gid;
-  int err = AddBeneath(root, relative, dir);
-  if (err == 0) {
-    Node marker;
-    marker.type = Node::kFile;
-    marker.mode = spec.marker_mode & 07777;
-    marker.content = spec.marker_content;
-    err = AddBeneath(root, absl::StrCat(relative, "/", spec.marker_name), marker);
-  }
-  if (err != 0) return StrictError(err, "make marked dir", root, relative);
-  return absl::OkStatus();
-}
-
-absl::Status FakeSyscalls::RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                                             int max_depth) {
-  Call call = Enter(Op::kRemoveTreeBeneath, absl::StrCat(root, "/", relative));
-  RETURN_IF_ERROR(call.status());
-  absl::MutexLock lock(&mu_);
-  Step at;
-  int err = ResolveStrict(root, relative, false, &at, nullptr);
-  if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
-  if (err == 0 && (mounts_[at.mount]->flags & kMsRdonly)) err = EROFS;
-  if (err != 0) return StrictError(err, "remove tree", root, relative);
-  MountRec& m = *mounts_[at.mount];
-  for (const auto& other : mounts_) {
-    if (other->parent_id == m.id && IsPathBeneath(at.abs, other->mount_point)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "fake remove tree ", root, "/", relative, ": ", other->mount_point, " is another mount"));
-    }
-  }
-  const std::string prefix = at.fs_path + "/";
-  auto first = m.fs->nodes.lower_bound(prefix);
-  auto last = first;
-  while (last != m.fs->nodes.end() && absl::StartsWith(last->first, prefix)) {
-    // Like the real removal: directories at most `max_depth` levels below.
-    if (last->second.type == Node::kDir &&
-        std::count(last->first.begin() + prefix.size(), last->first.end(), '/') >= max_depth) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("fake remove tree ", root, "/", relative, ": deeper than ", max_depth));
-    }
-    ++last;
-  }
-  m.fs->nodes.erase(first, last);
-  m.fs->nodes.erase(at.fs_path);
-  size_t slash = at.abs.rfind('/');
-  Notify(slash == 0 ? "/" : at.abs.substr(0, slash),
-         {DirEvent::Kind::kRemoved, at.abs.substr(slash + 1)});
-  std::vector<std::string> gone;
-  for (const auto& [dir, events] : watches_) {
-    if (IsPathBeneath(at.abs, dir)) gone.push_back(dir);
-  }
-  for (const std::string& dir : gone) Notify(dir, {DirEvent::Kind::kDirectoryGone, ""});
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::string>> FakeSyscalls::ListDir(const std::string& dir) {
-  Call call = Enter(Op::kListDir, dir);
-  RETURN_IF_ERROR(call.status());
-  absl::MutexLock lock(&mu_);
-  Step at;
-  int err = Resolve(dir, true, &at);
+  OpenFile* file = nullptr;
+  int err = FileAt(fd, &at, &file);
+  if (err == 0 && file->access != OpenAccess::kRead) err = EBADF;
   if (err == 0 && mounts_[at.mount]->broken != 0) err = mounts_[at.mount]->broken;
   if (err == 0 && NodeAt(at)->type != Node::kDir) err = ENOTDIR;
-  if (err != 0) return ErrnoError(err, absl::StrCat("fake opendir ", dir));
+  if (err != 0) return fail(err);
   // Mounts on entries do not hide the names.
   const auto& nodes = mounts_[at.mount]->fs->nodes;
   const std::string prefix = at.fs_path == "/" ? "/" : at.fs_path + "/";
@@ -839,8 +742,144 @@ absl::StatusOr<std::vector<std::string>> FakeSyscalls::ListDir(const std::string
     absl::string_view rest = absl::string_view(it->first).substr(prefix.size());
     if (!rest.empty() && rest.find('/') == absl::string_view::npos) names.emplace_back(rest);
   }
-  std::sort(names.begin(), names.end());
   return names;
+}
+
+absl::Status FakeSyscalls::MkdirAt(int dir_fd, const std::string& name, uint32_t mode) {
+  Call call = Enter(Op::kMkdirAt, name);
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  Step parent;
+  std::string last;
+  int err = ParentAt(dir_fd, name, &parent, &last);
+  Node node;
+  node.type = Node::kDir;
+  node.mode = mode & 07777;
+  if (err == 0) err = AddChild(parent, last, node, false);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake mkdir ", name));
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::UnlinkAt(int dir_fd, const std::string& name, bool directory) {
+  Call call = Enter(Op::kUnlinkAt, name);
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  Step parent;
+  std::string last;
+  int err = ParentAt(dir_fd, name, &parent, &last);
+  if (err == 0) err = RemoveChild(parent, last, directory);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake remove ", name));
+  return absl::OkStatus();
+}
+
+int FakeSyscalls::ChangeAt(int dir_fd, const std::string& name,
+                           const std::function<int(Node&)>& change) {
+  Step at;
+  if (name.empty()) {
+    OpenFile* file = nullptr;
+    int err = FileAt(dir_fd, &at, &file);
+    if (err != 0) return err;
+    // As fchown and fchmod answer for an O_PATH descriptor.
+    if (file->access == OpenAccess::kPath) return EBADF;
+  } else {
+    std::vector<Step> stack;
+    int err = StartAt(dir_fd, &stack);
+    if (err == 0) err = Walk(stack, name, false, 1, false);
+    if (err != 0) return err;
+    at = stack.back();
+  }
+  const MountRec& m = *mounts_[at.mount];
+  if (m.broken != 0) return m.broken;
+  Node* node = MutableNodeAt(at);
+  if (node == nullptr) return ENOENT;
+  if (m.flags & kMsRdonly) return EROFS;
+  return change(*node);
+}
+
+absl::Status FakeSyscalls::ChownAt(int dir_fd, const std::string& name, std::optional<uint32_t> uid,
+                                   std::optional<uint32_t> gid) {
+  Call call = Enter(Op::kChown, name);
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  int err = ChangeAt(dir_fd, name, [&](Node& node) {
+    if (uid.has_value()) node.uid = *uid;
+    if (gid.has_value()) node.gid = *gid;
+    return 0;
+  });
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake chown ", name));
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::ChmodAt(int dir_fd, const std::string& name, uint32_t mode) {
+  Call call = Enter(Op::kChmod, name);
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  int err = ChangeAt(dir_fd, name, [&](Node& node) {
+    if (node.type == Node::kSymlink) return EOPNOTSUPP;
+    node.mode = mode & 07777;
+    return 0;
+  });
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake chmod ", name));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FakeSyscalls::Read(int fd, size_t max_bytes) {
+  Call call = Enter(Op::kRead, absl::StrCat(fd));
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  Step at;
+  OpenFile* file = nullptr;
+  int err = FileAt(fd, &at, &file);
+  if (err == 0 && file->access != OpenAccess::kRead) err = EBADF;
+  if (err == 0 && NodeAt(at)->type == Node::kDir) err = EISDIR;
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake read ", fd));
+  const std::string& content = NodeAt(at)->content;
+  std::string out =
+      file->offset < content.size() ? content.substr(file->offset, max_bytes) : std::string();
+  file->offset += out.size();
+  return out;
+}
+
+absl::Status FakeSyscalls::Write(int fd, const std::string& data) {
+  Call call = Enter(Op::kWrite, absl::StrCat(fd));
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  Step at;
+  OpenFile* file = nullptr;
+  int err = FileAt(fd, &at, &file);
+  if (err == 0 && file->access != OpenAccess::kCreate) err = EBADF;
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake write ", fd));
+  std::string& content = MutableNodeAt(at)->content;
+  content.resize(std::max(content.size(), file->offset));
+  content.replace(file->offset, data.size(), data);
+  file->offset += data.size();
+  return absl::OkStatus();
+}
+
+absl::Status FakeSyscalls::Fsync(int fd) {
+  Call call = Enter(Op::kFsync, absl::StrCat(fd));
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  Step at;
+  int err = FileAt(fd, &at, nullptr);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake fsync ", fd));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FakeSyscalls::PathOf(int fd) {
+  Call call = Enter(Op::kPathOf, absl::StrCat(fd));
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  auto it = files_.find(fd);
+  if (it == files_.end()) return ErrnoError(EBADF, absl::StrCat("fake path of ", fd));
+  return it->second.abs;
+}
+
+uint32_t FakeSyscalls::EffectiveUid() { return 0; }
+
+int FakeSyscalls::OpenFileCount() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(files_.size());
 }
 
 absl::StatusOr<std::unique_ptr<DirWatch>> FakeSyscalls::WatchDir(const std::string& dir) {

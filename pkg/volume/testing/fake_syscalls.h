@@ -13,6 +13,10 @@
 // HangNext(op, n), Release(op), CallCount(op); mount and unmount calls are
 // recorded too.
 //
+// Descriptors (OpenAt and the *At calls) are the fake's own numbers for a
+// place in that tree, so the algorithms above the seam (beneath.h, tree.h)
+// run on the fake as on the kernel.
+//
 // Differences from Linux, on purpose: no umask, no permission checks, MS_REC
 // does not copy submounts, MS_MOVE is not supported (EINVAL), relative paths
 // are taken from "/". The set-up methods (AddDir, AddFile, ...) neither count
@@ -25,6 +29,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,8 +78,6 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   absl::Status Mkdir(const std::string& path, uint32_t mode) override;
   absl::Status Rmdir(const std::string& path) override;
   absl::StatusOr<std::string> ReadMountInfo() override;
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                             const std::string& relative) override;
   // UNIMPLEMENTED (as on a kernel before 5.12) unless SetAtomicBinds(true);
   // then a bind and a remount with `flags`, recorded as two mount calls.
   absl::Status BindMountWithFlags(const std::string& source, const std::string& target,
@@ -81,29 +85,31 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   void SetAtomicBinds(bool on);
   // OK with SetAtomicBinds(true), else UNIMPLEMENTED.
   absl::Status PrepareBinds() override;
-  // ResolveBeneath, then BindMountWithFlags (so also needs SetAtomicBinds).
+  // Resolves beneath `root` as openat2(RESOLVE_BENEATH | RESOLVE_NO_XDEV)
+  // does, then BindMountWithFlags (so also needs SetAtomicBinds).
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override;
-  // Visits a snapshot of the tree taken at the call; the visitor runs
-  // without the fake's lock (it may call the fake), and each change is
-  // applied right after its entry was visited, if the entry is still there.
-  // Files take 8 blocks per 4 KiB (or part) of content, directories 8.
-  absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
-                        const TreeVisitor& visit) override;
-  absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
-                            uint32_t mode) override;
-  absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
-                                       const std::string& relative) override;
-  absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
-                                              size_t max_bytes) override;
-  // Nothing is renamed behind the fake's back, so no step after the mkdir
-  // fails and nothing is undone.
-  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
-                                    const MarkedDirSpec& spec) override;
-  // Removes nothing when a mount lies below (FAILED_PRECONDITION).
-  absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                                 int max_depth) override;
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
+  // Descriptors name what they opened until it is removed (then ENOENT) or
+  // its mount is unmounted (then ESTALE, where Linux would keep the detached
+  // mount alive). Files take 8 blocks per 4 KiB (or part) of content,
+  // directories 8.
+  absl::StatusOr<int> OpenAt(int dir_fd, const std::string& path, const OpenHow& how) override;
+  absl::Status Close(int fd) override;
+  absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) override;
+  absl::StatusOr<std::vector<std::string>> ReadDir(int fd) override;
+  absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) override;
+  absl::Status UnlinkAt(int dir_fd, const std::string& name, bool directory) override;
+  absl::Status ChownAt(int dir_fd, const std::string& name, std::optional<uint32_t> uid,
+                       std::optional<uint32_t> gid) override;
+  absl::Status ChmodAt(int dir_fd, const std::string& name, uint32_t mode) override;
+  absl::StatusOr<std::string> Read(int fd, size_t max_bytes) override;
+  absl::Status Write(int fd, const std::string& data) override;
+  absl::Status Fsync(int fd) override;
+  absl::StatusOr<std::string> PathOf(int fd) override;
+  // 0: the fake's processes are root, and what they make is root's.
+  uint32_t EffectiveUid() override;
+  // Descriptors opened and not yet closed.
+  int OpenFileCount() const;
   // Reports entries this fake adds to or removes from `dir` (the set-up
   // calls too), as the path resolved now; kDirectoryGone when `dir` itself is
   // removed.
@@ -145,23 +151,19 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   struct Fs;
   struct MountRec;
   struct Step;
+  struct OpenFile;
 
   // Path walking; these return 0 or an errno.
   size_t TopOf(size_t index, const std::string& abs) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int ChildMount(size_t parent, const std::string& abs) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Step RootStep() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // `beneath`: ".." and absolute symlinks may not climb above `floor`
-  // (EXDEV); `strict`: no symlink at all (ELOOP) and no other mount (EXDEV).
+  // An absolute `path` starts again at "/". `beneath`: ".." and absolute
+  // paths and symlinks may not climb above `floor` (EXDEV); `strict`: no
+  // symlink is followed (ELOOP; a last one not followed is the result) and
+  // no other mount entered (EXDEV).
   int Walk(std::vector<Step>& stack, const std::string& path, bool follow_last, size_t floor,
            bool beneath, bool strict = false) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // `relative` resolved strictly beneath the directory `root` (the *Beneath
-  // calls); `parent_only` resolves all but the last component and names it.
-  int ResolveStrict(const std::string& root, const std::string& relative, bool parent_only,
-                    Step* out, std::string* name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Node* MutableNodeAt(const Step& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds `node` at `relative`, resolved strictly beneath `root`; an errno.
-  int AddBeneath(const std::string& root, const std::string& relative, const Node& node)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int Resolve(const std::string& path, bool follow_last, Step* out) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Resolves the parent of `path` and names the last component.
@@ -171,6 +173,23 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   FileInfo InfoAt(const Step& step, const Node& node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int TopMountIndex(const std::string& target, size_t* index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int AddNode(const std::string& path, const Node& node, bool ok_if_dir)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `name` (one component) in the directory `parent`; errnos as the kernel's.
+  int AddChild(const Step& parent, const std::string& name, const Node& node, bool ok_if_dir)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int RemoveChild(const Step& parent, const std::string& name, bool directory)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The open file `fd` as a step (and its record); an errno.
+  int FileAt(int fd, Step* step, OpenFile** file) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where a path from `dir_fd` starts (kAtCwd: "/").
+  int StartAt(int dir_fd, std::vector<Step>* stack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The directory `name` is in, from `dir_fd`, and its last component.
+  int ParentAt(int dir_fd, const std::string& name, Step* parent, std::string* last)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int NewFile(const Step& step, OpenAccess access) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies `change` to `name` in `dir_fd` (not following it), or to the
+  // open file itself for ""; an errno.
+  int ChangeAt(int dir_fd, const std::string& name, const std::function<int(Node&)>& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveTree(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells the watches of the directory `dir` (an absolute path).
@@ -186,6 +205,8 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   std::vector<MountCall> mount_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<UnmountCall> unmount_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, std::weak_ptr<FakeDirEvents>>> watches_ ABSL_GUARDED_BY(mu_);
+  std::map<int, OpenFile> files_ ABSL_GUARDED_BY(mu_);
+  int next_fd_ ABSL_GUARDED_BY(mu_) = 3;
 };
 
 }  // namespace lustre_csi::volume

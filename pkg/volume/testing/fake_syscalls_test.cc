@@ -8,8 +8,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
+#include "pkg/volume/tree.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -183,14 +185,46 @@ TEST(FakeSyscallsTest, ResolveBeneath) {
   ASSERT_TRUE(sys.AddSymlink("/root/a/in", "b").ok());
   ASSERT_TRUE(sys.AddSymlink("/root/a/out", "../../outside").ok());
   ASSERT_TRUE(sys.AddSymlink("/root/abs", "/outside").ok());
-  EXPECT_EQ(*sys.ResolveBeneath("/root", "a/in"), "/root/a/b");
-  EXPECT_EQ(*sys.ResolveBeneath("/root", ""), "/root");
-  EXPECT_EQ(*sys.ResolveBeneath("/root", "a/b/.."), "/root/a");
+  EXPECT_EQ(*ResolveBeneath(sys, "/root", "a/in"), "/root/a/b");
+  EXPECT_EQ(*ResolveBeneath(sys, "/root", ""), "/root");
+  EXPECT_EQ(*ResolveBeneath(sys, "/root", "a/b/.."), "/root/a");
   for (const char* bad : {"..", "a/out", "abs", "/root"}) {
-    EXPECT_EQ(sys.ResolveBeneath("/root", bad).status().code(), absl::StatusCode::kInvalidArgument)
+    EXPECT_EQ(ResolveBeneath(sys, "/root", bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
   }
-  EXPECT_EQ(sys.ResolveBeneath("/root", "nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ResolveBeneath(sys, "/root", "nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sys.OpenFileCount(), 0) << "a descriptor was not closed";
+}
+
+// A descriptor names what it opened (here the root of a mount): what is made
+// through it lands there, O_PATH ones only name, and all go stale with their
+// mount (where Linux would keep a detached mount alive).
+TEST(FakeSyscallsTest, DescriptorsNameWhatTheyOpened) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/m/d").ok());
+  ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(sys.AddDir("/m/on-top").ok());
+  OpenHow read_dir;
+  read_dir.access = OpenAccess::kRead;
+  read_dir.directory = true;
+  absl::StatusOr<int> under = sys.OpenAt(kAtCwd, "/m", read_dir);
+  ASSERT_TRUE(under.ok()) << under.status();
+  EXPECT_THAT(*sys.ReadDir(*under), ::testing::ElementsAre("on-top"));
+  ASSERT_TRUE(sys.MkdirAt(*under, "made", 0700).ok());
+  EXPECT_TRUE(sys.Exists("/m/made"));
+  OpenHow path_only;
+  absl::StatusOr<int> named = sys.OpenAt(*under, "made", path_only);
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(ErrnoFrom(sys.ChmodAt(*named, "", 0755)), EBADF) << "as fchmod of an O_PATH file";
+  EXPECT_EQ(ErrnoFrom(sys.ReadDir(*named).status()), EBADF);
+  EXPECT_EQ(*sys.PathOf(*named), "/m/made");
+  ASSERT_TRUE(sys.Unmount("/m", kMntDetach).ok());
+  EXPECT_EQ(ErrnoFrom(sys.MkdirAt(*under, "late", 0700)), ESTALE);
+  EXPECT_TRUE(sys.Exists("/m/d")) << "the directory under the mount shows again";
+  ASSERT_TRUE(sys.Close(*under).ok());
+  ASSERT_TRUE(sys.Close(*named).ok());
+  EXPECT_EQ(ErrnoFrom(sys.Close(*named)), EBADF);
+  EXPECT_EQ(sys.OpenFileCount(), 0);
 }
 
 TEST(FakeSyscallsTest, FailNextCountsDown) {
@@ -257,16 +291,16 @@ TEST(FakeSyscallsTest, ListAndWatchADirectory) {
   FakeSyscalls sys;
   ASSERT_TRUE(sys.AddDir("/reg/sub").ok());
   ASSERT_TRUE(sys.AddFile("/reg/b.sock").ok());
-  EXPECT_THAT(*sys.ListDir("/reg"), ::testing::ElementsAre("b.sock", "sub"));
-  EXPECT_EQ(sys.ListDir("/reg/b.sock").status().code(), absl::StatusCode::kInternal);  // ENOTDIR
-  EXPECT_EQ(sys.ListDir("/nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(*ListDir(sys, "/reg"), ::testing::ElementsAre("b.sock", "sub"));
+  EXPECT_EQ(ListDir(sys, "/reg/b.sock").status().code(), absl::StatusCode::kInternal);  // ENOTDIR
+  EXPECT_EQ(ListDir(sys, "/nope").status().code(), absl::StatusCode::kNotFound);
 
   absl::StatusOr<std::unique_ptr<DirWatch>> watch = sys.WatchDir("/reg");
   ASSERT_TRUE(watch.ok()) << watch.status();
   ASSERT_TRUE(sys.AddFile("/reg/a.sock").ok());
   ASSERT_TRUE(sys.AddFile("/reg/sub/deeper").ok());  // not in the watched directory
   EXPECT_FALSE(sys.Rmdir("/reg/sub").ok());          // not empty: nothing happens
-  ASSERT_TRUE(sys.MkdirBeneath("/reg", "new", 0755).ok());
+  ASSERT_TRUE(MkdirBeneath(sys, "/reg", "new", 0755).ok());
   ASSERT_TRUE(sys.Rmdir("/reg/new").ok());
   absl::StatusOr<std::vector<DirEvent>> events = (*watch)->Wait();
   ASSERT_TRUE(events.ok()) << events.status();
@@ -274,10 +308,14 @@ TEST(FakeSyscallsTest, ListAndWatchADirectory) {
   EXPECT_THAT(*events, ::testing::ElementsAre(DirEvent{Kind::kAdded, "a.sock"},
                                               DirEvent{Kind::kAdded, "new"},
                                               DirEvent{Kind::kRemoved, "new"}));
-  ASSERT_TRUE(sys.RemoveTreeBeneath("/", "reg", 8).ok());
+  ASSERT_TRUE(RemoveTreeBeneath(sys, "/", "reg", 8).ok());
   events = (*watch)->Wait();
   ASSERT_TRUE(events.ok()) << events.status();
-  EXPECT_THAT(*events, ::testing::ElementsAre(DirEvent{Kind::kDirectoryGone, ""}));
+  // Removed entry by entry, as the kernel reports it, then the directory.
+  EXPECT_THAT(*events, ::testing::ElementsAre(DirEvent{Kind::kRemoved, "a.sock"},
+                                              DirEvent{Kind::kRemoved, "b.sock"},
+                                              DirEvent{Kind::kRemoved, "sub"},
+                                              DirEvent{Kind::kDirectoryGone, ""}));
   EXPECT_EQ(sys.WatchDir("/reg").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 

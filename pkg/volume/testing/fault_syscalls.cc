@@ -62,61 +62,71 @@ absl::StatusOr<std::string> FaultSyscalls::ReadMountInfo() {
   return SyscallsWrapper::ReadMountInfo();
 }
 
-absl::StatusOr<std::string> FaultSyscalls::ResolveBeneath(const std::string& root,
-                                                          const std::string& relative) {
-  Call call = Enter(Op::kResolveBeneath, absl::StrCat(root, "/", relative));
+absl::StatusOr<int> FaultSyscalls::OpenAt(int dir_fd, const std::string& path, const OpenHow& how) {
+  Call call = Enter(Op::kOpen, path);
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::ResolveBeneath(root, relative);
+  return SyscallsWrapper::OpenAt(dir_fd, path, how);
 }
 
-absl::Status FaultSyscalls::WalkTree(const std::string& root, const TreeLimits& limits,
-                                     const TreeVisitor& visit) {
-  Call call = Enter(Op::kWalkTree, root);
+absl::StatusOr<FileInfo> FaultSyscalls::StatAt(int dir_fd, const std::string& name) {
+  Call call = Enter(Op::kStat, name);
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::WalkTree(root, limits, visit);
+  return SyscallsWrapper::StatAt(dir_fd, name);
 }
 
-absl::Status FaultSyscalls::MkdirBeneath(const std::string& root, const std::string& relative,
-                                         uint32_t mode) {
-  Call call = Enter(Op::kMkdirBeneath, absl::StrCat(root, "/", relative));
+absl::StatusOr<std::vector<std::string>> FaultSyscalls::ReadDir(int fd) {
+  Call call = Enter(Op::kReadDir, absl::StrCat(fd));
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::MkdirBeneath(root, relative, mode);
+  return SyscallsWrapper::ReadDir(fd);
 }
 
-absl::StatusOr<FileInfo> FaultSyscalls::StatBeneath(const std::string& root,
-                                                    const std::string& relative) {
-  Call call = Enter(Op::kStatBeneath, absl::StrCat(root, "/", relative));
+absl::Status FaultSyscalls::MkdirAt(int dir_fd, const std::string& name, uint32_t mode) {
+  Call call = Enter(Op::kMkdirAt, name);
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::StatBeneath(root, relative);
+  return SyscallsWrapper::MkdirAt(dir_fd, name, mode);
 }
 
-absl::StatusOr<std::string> FaultSyscalls::ReadFileBeneath(const std::string& root,
-                                                           const std::string& relative,
-                                                           size_t max_bytes) {
-  Call call = Enter(Op::kReadFileBeneath, absl::StrCat(root, "/", relative));
+absl::Status FaultSyscalls::UnlinkAt(int dir_fd, const std::string& name, bool directory) {
+  Call call = Enter(Op::kUnlinkAt, name);
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::ReadFileBeneath(root, relative, max_bytes);
+  return SyscallsWrapper::UnlinkAt(dir_fd, name, directory);
 }
 
-absl::Status FaultSyscalls::MakeMarkedDirBeneath(const std::string& root,
-                                                 const std::string& relative,
-                                                 const MarkedDirSpec& spec) {
-  Call call = Enter(Op::kMakeMarkedDirBeneath, absl::StrCat(root, "/", relative));
+absl::Status FaultSyscalls::ChownAt(int dir_fd, const std::string& name,
+                                    std::optional<uint32_t> uid, std::optional<uint32_t> gid) {
+  Call call = Enter(Op::kChown, name);
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::MakeMarkedDirBeneath(root, relative, spec);
+  return SyscallsWrapper::ChownAt(dir_fd, name, uid, gid);
 }
 
-absl::Status FaultSyscalls::RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                                              int max_depth) {
-  Call call = Enter(Op::kRemoveTreeBeneath, absl::StrCat(root, "/", relative));
+absl::Status FaultSyscalls::ChmodAt(int dir_fd, const std::string& name, uint32_t mode) {
+  Call call = Enter(Op::kChmod, name);
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::RemoveTreeBeneath(root, relative, max_depth);
+  return SyscallsWrapper::ChmodAt(dir_fd, name, mode);
 }
 
-absl::StatusOr<std::vector<std::string>> FaultSyscalls::ListDir(const std::string& dir) {
-  Call call = Enter(Op::kListDir, dir);
+absl::StatusOr<std::string> FaultSyscalls::Read(int fd, size_t max_bytes) {
+  Call call = Enter(Op::kRead, absl::StrCat(fd));
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::ListDir(dir);
+  return SyscallsWrapper::Read(fd, max_bytes);
+}
+
+absl::Status FaultSyscalls::Write(int fd, const std::string& data) {
+  Call call = Enter(Op::kWrite, absl::StrCat(fd));
+  if (!call.status().ok()) return call.status();
+  return SyscallsWrapper::Write(fd, data);
+}
+
+absl::Status FaultSyscalls::Fsync(int fd) {
+  Call call = Enter(Op::kFsync, absl::StrCat(fd));
+  if (!call.status().ok()) return call.status();
+  return SyscallsWrapper::Fsync(fd);
+}
+
+absl::StatusOr<std::string> FaultSyscalls::PathOf(int fd) {
+  Call call = Enter(Op::kPathOf, absl::StrCat(fd));
+  if (!call.status().ok()) return call.status();
+  return SyscallsWrapper::PathOf(fd);
 }
 
 absl::StatusOr<std::unique_ptr<DirWatch>> FaultSyscalls::WatchDir(const std::string& dir) {

@@ -2,7 +2,8 @@
 // Syscalls, the real one included, so a test can make one call of the real
 // kernel fail or hang and see what the code above does with it. Calls that
 // pass go to the wrapped implementation unchanged. BindMountWithFlags and
-// BindBeneath count as kMount. The target is borrowed and must outlive the
+// BindBeneath count as kMount, StatAt as kStat; Close and EffectiveUid
+// neither count nor fail. The target is borrowed and must outlive the
 // wrapper. Thread-safe when the target is.
 #ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_SYSCALLS_H_
 #define LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_SYSCALLS_H_
@@ -34,21 +35,18 @@ class FaultSyscalls : public SyscallsWrapper, public FaultInjector {
   absl::Status Mkdir(const std::string& path, uint32_t mode) override;
   absl::Status Rmdir(const std::string& path) override;
   absl::StatusOr<std::string> ReadMountInfo() override;
-  absl::StatusOr<std::string> ResolveBeneath(const std::string& root,
-                                             const std::string& relative) override;
-  absl::Status WalkTree(const std::string& root, const TreeLimits& limits,
-                        const TreeVisitor& visit) override;
-  absl::Status MkdirBeneath(const std::string& root, const std::string& relative,
-                            uint32_t mode) override;
-  absl::StatusOr<FileInfo> StatBeneath(const std::string& root,
-                                       const std::string& relative) override;
-  absl::StatusOr<std::string> ReadFileBeneath(const std::string& root, const std::string& relative,
-                                              size_t max_bytes) override;
-  absl::Status MakeMarkedDirBeneath(const std::string& root, const std::string& relative,
-                                    const MarkedDirSpec& spec) override;
-  absl::Status RemoveTreeBeneath(const std::string& root, const std::string& relative,
-                                 int max_depth) override;
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
+  absl::StatusOr<int> OpenAt(int dir_fd, const std::string& path, const OpenHow& how) override;
+  absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) override;
+  absl::StatusOr<std::vector<std::string>> ReadDir(int fd) override;
+  absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) override;
+  absl::Status UnlinkAt(int dir_fd, const std::string& name, bool directory) override;
+  absl::Status ChownAt(int dir_fd, const std::string& name, std::optional<uint32_t> uid,
+                       std::optional<uint32_t> gid) override;
+  absl::Status ChmodAt(int dir_fd, const std::string& name, uint32_t mode) override;
+  absl::StatusOr<std::string> Read(int fd, size_t max_bytes) override;
+  absl::Status Write(int fd, const std::string& data) override;
+  absl::Status Fsync(int fd) override;
+  absl::StatusOr<std::string> PathOf(int fd) override;
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override;
 };
 
