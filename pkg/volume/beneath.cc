@@ -201,7 +201,7 @@ absl::StatusOr<std::vector<std::string>> ListDir(Syscalls& sys, const std::strin
   how.access = OpenAccess::kRead;
   how.directory = true;
   ASSIGN_OR_RETURN(ScopedFd fd, Open(sys, kAtCwd, dir, how));
-  ASSIGN_OR_RETURN(std::vector<std::string> names, sys.ReadDir(fd.get()));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, sys.ReadDir(fd.get(), 0));
   std::sort(names.begin(), names.end());
   return names;
 }

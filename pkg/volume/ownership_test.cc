@@ -144,7 +144,7 @@ TEST(OwnershipLogicTest, OnRootMismatchDoesNotWalkWhenTheRootIsRight) {
   EXPECT_EQ(fake.CallCount(SyscallOp::kReadDir), 0);
   EXPECT_EQ(fake.Peek("/vol/file")->gid, 0u);
   ASSERT_TRUE(SetVolumeOwnership(fake, "/vol", kGid, false, FsGroupChangePolicy::kAlways).ok());
-  EXPECT_EQ(fake.CallCount(SyscallOp::kReadDir), 1);
+  EXPECT_GE(fake.CallCount(SyscallOp::kReadDir), 1) << "a walk lists the directory";
   EXPECT_EQ(fake.Peek("/vol/file")->gid, kGid);
   EXPECT_EQ(fake.Peek("/vol/file")->mode & 07777, 0660u);
 }

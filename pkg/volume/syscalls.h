@@ -254,10 +254,11 @@ class Syscalls {
   // followed, no automount is triggered.
   virtual absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) = 0;
 
-  // The names in the directory open for reading as `fd` (getdents64(2),
-  // from its start each time), without "." and "..", in the file system's
-  // order.
-  virtual absl::StatusOr<std::vector<std::string>> ReadDir(int fd) = 0;
+  // The next names of the directory open for reading as `fd`, from where
+  // the last call on it stopped (getdents64(2)): at most `max_names` (0: all
+  // that are left), without "." and "..", in the file system's order; none
+  // at the end.
+  virtual absl::StatusOr<std::vector<std::string>> ReadDir(int fd, size_t max_names) = 0;
 
   // mkdirat(2): mode subject to the umask. ALREADY_EXISTS (EEXIST) when
   // something is there.

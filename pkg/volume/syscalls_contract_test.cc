@@ -427,13 +427,15 @@ TYPED_TEST(SyscallsContractTest, DescriptorsListChangeReadAndWrite) {
   absl::StatusOr<ScopedFd> d =
       Open(sys, kAtCwd, this->At("d"), How(OpenAccess::kRead, {}, true, true));
   ASSERT_TRUE(d.ok()) << d.status();
-  absl::StatusOr<std::vector<std::string>> names = sys.ReadDir(d->get());
+  absl::StatusOr<std::vector<std::string>> names = sys.ReadDir(d->get(), 1);
   ASSERT_TRUE(names.ok()) << names.status();
+  ASSERT_EQ(names->size(), 1u);
+  absl::StatusOr<std::vector<std::string>> rest = sys.ReadDir(d->get(), 0);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  names->insert(names->end(), rest->begin(), rest->end());
   std::sort(names->begin(), names->end());
-  EXPECT_THAT(*names, ElementsAre("link", "sub"));
-  absl::StatusOr<std::vector<std::string>> again = sys.ReadDir(d->get());
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->size(), 2u) << "each listing starts from the beginning";
+  EXPECT_THAT(*names, ElementsAre("link", "sub")) << "the listing goes on where it stopped";
+  EXPECT_TRUE(sys.ReadDir(d->get(), 0)->empty()) << "and ends";
   EXPECT_EQ(*sys.PathOf(d->get()), this->At("d"));
 
   absl::StatusOr<FileInfo> link = sys.StatAt(d->get(), "link");
@@ -458,7 +460,7 @@ TYPED_TEST(SyscallsContractTest, DescriptorsListChangeReadAndWrite) {
   absl::StatusOr<ScopedFd> path_only = Open(sys, d->get(), "sub", How(OpenAccess::kPath, {}));
   ASSERT_TRUE(path_only.ok());
   EXPECT_EQ(ErrnoOf(sys.ChmodAt(path_only->get(), "", 0700)), EBADF);
-  EXPECT_EQ(ErrnoOf(sys.ReadDir(path_only->get()).status()), EBADF);
+  EXPECT_EQ(ErrnoOf(sys.ReadDir(path_only->get(), 0).status()), EBADF);
 
   EXPECT_EQ(ErrnoOf(sys.UnlinkAt(d->get(), "sub", true)), ENOTEMPTY);
   EXPECT_EQ(ErrnoOf(sys.UnlinkAt(d->get(), "sub", false)), EISDIR);
@@ -484,6 +486,29 @@ TYPED_TEST(SyscallsContractTest, DescriptorsListChangeReadAndWrite) {
   EXPECT_EQ(*sys.Read(reader->get(), 100), " world") << "reading goes on where it stopped";
   EXPECT_EQ(*sys.Read(reader->get(), 100), "");
   EXPECT_EQ(ErrnoOf(sys.Write(reader->get(), "x")), EBADF);
+}
+
+// More names than one read of the kernel's returns, taken a few at a time:
+// every name once.
+TYPED_TEST(SyscallsContractTest, ReadDirInBatchesSeesEveryNameOnce) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("big");
+  constexpr int kNames = 3000;
+  for (int i = 0; i < kNames; ++i) this->env_.AddFile("big/entry-" + std::to_string(i), "");
+  absl::StatusOr<ScopedFd> big =
+      Open(sys, kAtCwd, this->At("big"), How(OpenAccess::kRead, {}, true, true));
+  ASSERT_TRUE(big.ok()) << big.status();
+  std::vector<std::string> seen;
+  while (true) {
+    absl::StatusOr<std::vector<std::string>> batch = sys.ReadDir(big->get(), 7);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (batch->empty()) break;
+    ASSERT_LE(batch->size(), 7u);
+    seen.insert(seen.end(), batch->begin(), batch->end());
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kNames));
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end()) << "a name came twice";
 }
 
 }  // namespace

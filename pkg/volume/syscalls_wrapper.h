@@ -51,7 +51,9 @@ class SyscallsWrapper : public Syscalls {
   absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) override {
     return target_->StatAt(dir_fd, name);
   }
-  absl::StatusOr<std::vector<std::string>> ReadDir(int fd) override { return target_->ReadDir(fd); }
+  absl::StatusOr<std::vector<std::string>> ReadDir(int fd, size_t max_names) override {
+    return target_->ReadDir(fd, max_names);
+  }
   absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) override {
     return target_->MkdirAt(dir_fd, name, mode);
   }

@@ -18,11 +18,13 @@ class HomeMount {
  public:
   explicit HomeMount(const FileInfo& root) : root_(root) {}
 
-  // Whether what `info` tells of is on another mount than the root.
+  // Whether what `info` tells of is on another mount than the root: by the
+  // mount ids where both are known (a btrfs subvolume, with a device of its
+  // own, is still the same mount), else by the device.
   bool IsOther(const FileInfo& info) const {
     if (info.has_mount_root && info.mount_root) return true;
-    if (info.dev != root_.dev) return true;
-    return info.has_mount_id && root_.has_mount_id && info.mount_id != root_.mount_id;
+    if (info.has_mount_id && root_.has_mount_id) return info.mount_id != root_.mount_id;
+    return info.dev != root_.dev;
   }
 
  private:
@@ -37,19 +39,25 @@ OpenHow DirectoryForReading() {
   return how;
 }
 
+// Names read from a directory at a time.
+constexpr size_t kBatch = 1024;
+
 class Walker {
  public:
   Walker(Syscalls& sys, const std::string& root, const TreeLimits& limits, const TreeVisitor& visit)
       : sys_(sys), root_(root), limits_(limits), visit_(visit) {}
 
   absl::Status Run() {
-    ASSIGN_OR_RETURN(ScopedFd fd, Open(sys_, kAtCwd, root_, DirectoryForReading()));
-    ASSIGN_OR_RETURN(FileInfo info, sys_.StatAt(fd.get(), ""));
+    absl::StatusOr<ScopedFd> fd = Open(sys_, kAtCwd, root_, DirectoryForReading());
+    if (!fd.ok()) return fd.status();
+    absl::StatusOr<FileInfo> stat = sys_.StatAt(fd->get(), "");
+    if (!stat.ok()) return Annotate(stat.status(), root_);
+    const FileInfo& info = *stat;
     home_.emplace(info);
     TreeEntry entry = EntryOf(info, "", 0);
     RETURN_IF_ERROR(Count());
-    RETURN_IF_ERROR(Visit(entry, fd.get(), ""));
-    return WalkDir(fd.get(), 0, "");
+    RETURN_IF_ERROR(Visit(entry, fd->get(), ""));
+    return WalkDir(fd->get(), 0, "");
   }
 
  private:
@@ -98,37 +106,47 @@ class Walker {
   }
 
   absl::Status WalkDir(int dir_fd, int depth, const std::string& path) {
-    ASSIGN_OR_RETURN(std::vector<std::string> names, sys_.ReadDir(dir_fd));
-    for (const std::string& name : names) {
-      absl::StatusOr<FileInfo> info = sys_.StatAt(dir_fd, name);
-      if (!info.ok() && Vanished(info.status())) continue;  // removed while we walk
-      if (!info.ok()) return info.status();
-      if (home_->IsOther(*info)) continue;
-      RETURN_IF_ERROR(Count());
-      TreeEntry entry =
-          EntryOf(*info, path.empty() ? name : absl::StrCat(path, "/", name), depth + 1);
-      if (!IsDirectoryMode(info->mode)) {
-        RETURN_IF_ERROR(Visit(entry, dir_fd, name));
-        continue;
+    const std::string where = path.empty() ? root_ : absl::StrCat(root_, "/", path);
+    // In batches, so that a directory of millions of entries is never held
+    // whole, and a limit stops the walk soon after it is reached.
+    while (true) {
+      absl::StatusOr<std::vector<std::string>> names = sys_.ReadDir(dir_fd, kBatch);
+      if (!names.ok()) return Annotate(names.status(), absl::StrCat("list ", where));
+      if (names->empty()) return absl::OkStatus();
+      for (const std::string& name : *names) {
+        RETURN_IF_ERROR(WalkEntry(dir_fd, depth, path, name));
       }
-      if (depth + 1 > limits_.max_depth) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("walk of ", root_, " is deeper than ", limits_.max_depth, " levels"));
-      }
-      absl::StatusOr<ScopedFd> child = Open(sys_, dir_fd, name, DirectoryForReading());
-      if (!child.ok()) {
-        // Gone, or swapped for a symlink or a file since the stat: skip it.
-        std::optional<int> err = ErrnoOf(child.status());
-        if (err == ENOENT || err == ELOOP || err == ENOTDIR) continue;
-        return child.status();
-      }
-      ASSIGN_OR_RETURN(FileInfo opened, sys_.StatAt(child->get(), ""));
-      // Something was mounted or swapped in between: leave it alone.
-      if (opened.ino != info->ino || home_->IsOther(opened)) continue;
-      RETURN_IF_ERROR(Visit(entry, child->get(), ""));
-      RETURN_IF_ERROR(WalkDir(child->get(), depth + 1, entry.path));
     }
-    return absl::OkStatus();
+  }
+
+  absl::Status WalkEntry(int dir_fd, int depth, const std::string& path, const std::string& name) {
+    TreeEntry entry;
+    entry.path = path.empty() ? name : absl::StrCat(path, "/", name);
+    absl::StatusOr<FileInfo> info = sys_.StatAt(dir_fd, name);
+    if (!info.ok() && Vanished(info.status())) return absl::OkStatus();  // removed meanwhile
+    if (!info.ok()) return Annotate(info.status(), Describe(entry));
+    if (home_->IsOther(*info)) return absl::OkStatus();
+    RETURN_IF_ERROR(Count());
+    entry = EntryOf(*info, std::move(entry.path), depth + 1);
+    if (!IsDirectoryMode(info->mode)) return Visit(entry, dir_fd, name);
+    if (depth + 1 > limits_.max_depth) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("walk of ", root_, " is deeper than ", limits_.max_depth, " levels"));
+    }
+    absl::StatusOr<ScopedFd> child = Open(sys_, dir_fd, name, DirectoryForReading());
+    if (!child.ok()) {
+      // Gone, or swapped for a symlink or a file since the stat: skip it.
+      std::optional<int> err = ErrnoOf(child.status());
+      if (err == ENOENT || err == ELOOP || err == ENOTDIR) return absl::OkStatus();
+      return Annotate(child.status(), Describe(entry));
+    }
+    absl::StatusOr<FileInfo> opened = sys_.StatAt(child->get(), "");
+    if (!opened.ok() && Vanished(opened.status())) return absl::OkStatus();
+    if (!opened.ok()) return Annotate(opened.status(), Describe(entry));
+    // Something was mounted or swapped in between: leave it alone.
+    if (opened->ino != info->ino || home_->IsOther(*opened)) return absl::OkStatus();
+    RETURN_IF_ERROR(Visit(entry, child->get(), ""));
+    return WalkDir(child->get(), depth + 1, entry.path);
   }
 
   Syscalls& sys_;
@@ -146,24 +164,36 @@ absl::Status RemoveContents(Syscalls& sys, int dir_fd, const HomeMount& home,
     return absl::ResourceExhaustedError(
         absl::StrCat("directory tree deeper than ", max_depth, " at ", where));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> names, sys.ReadDir(dir_fd));
-  for (const std::string& name : names) {
+  // All names first: the directory is changed while they are removed.
+  absl::StatusOr<std::vector<std::string>> names = sys.ReadDir(dir_fd, 0);
+  if (!names.ok()) return Annotate(names.status(), absl::StrCat("list ", where));
+  for (const std::string& name : *names) {
     const std::string path = absl::StrCat(where, "/", name);
     absl::StatusOr<FileInfo> info = sys.StatAt(dir_fd, name);
     if (!info.ok() && Vanished(info.status())) continue;  // gone meanwhile
-    if (!info.ok()) return info.status();
+    if (!info.ok()) return Annotate(info.status(), path);
     if (!IsDirectoryMode(info->mode)) {
       absl::Status s = sys.UnlinkAt(dir_fd, name, false);
       if (!s.ok() && !Vanished(s)) return Annotate(s, absl::StrCat("remove ", path));
       continue;
     }
-    if (home.IsOther(*info)) {
+    const auto another_mount = [&] {
       return absl::FailedPreconditionError(
           absl::StrCat(path, " is another mount; nothing below it was removed"));
-    }
-    absl::StatusOr<ScopedFd> child = Open(sys, dir_fd, name, DirectoryForReading());
+    };
+    if (home.IsOther(*info)) return another_mount();
+    // Strictly: a mount that appeared since the stat is refused (EXDEV).
+    OpenHow how = DirectoryForReading();
+    how.resolve = Resolution::kStrictlyBeneath;
+    absl::StatusOr<ScopedFd> child = Open(sys, dir_fd, name, how);
     if (!child.ok() && Vanished(child.status())) continue;
-    if (!child.ok()) return child.status();
+    if (!child.ok() && ErrnoOf(child.status()) == EXDEV) return another_mount();
+    if (!child.ok()) return Annotate(child.status(), path);
+    absl::StatusOr<FileInfo> opened = sys.StatAt(child->get(), "");
+    if (!opened.ok()) return Annotate(opened.status(), path);
+    if (opened->ino != info->ino || home.IsOther(*opened)) {
+      return absl::AbortedError(absl::StrCat(path, " was replaced while it was being removed"));
+    }
     RETURN_IF_ERROR(RemoveContents(sys, child->get(), home, path, depth + 1, max_depth));
     absl::Status s = sys.UnlinkAt(dir_fd, name, true);
     if (!s.ok() && !Vanished(s)) return Annotate(s, absl::StrCat("remove ", path));
@@ -187,9 +217,10 @@ absl::Status RemoveTreeBeneath(Syscalls& sys, const std::string& root, const std
   how.resolve = Resolution::kStrictlyBeneath;
   absl::StatusOr<ScopedFd> dir = Open(sys, parent.get(), name, how);
   if (!dir.ok()) return StrictError(dir.status(), root, relative);
-  ASSIGN_OR_RETURN(FileInfo info, sys.StatAt(dir->get(), ""));
   const std::string what = absl::StrCat(root, "/", relative);
-  RETURN_IF_ERROR(RemoveContents(sys, dir->get(), HomeMount(info), what, 0, max_depth));
+  absl::StatusOr<FileInfo> info = sys.StatAt(dir->get(), "");
+  if (!info.ok()) return Annotate(info.status(), what);
+  RETURN_IF_ERROR(RemoveContents(sys, dir->get(), HomeMount(*info), what, 0, max_depth));
   absl::Status s = sys.UnlinkAt(parent.get(), name, true);
   if (!s.ok() && !Vanished(s)) return Annotate(s, absl::StrCat("remove ", what));
   return absl::OkStatus();

@@ -1,8 +1,9 @@
 // Directory trees, walked, changed and removed through open directories
 // (Syscalls' descriptor calls), written once for the kernel and the fake.
 // Neither call follows a symlink or enters another mount: an entry is on
-// another mount when it is a mount root, is on another device, or reports
-// another mount id (a bind of the same file system).
+// another mount when it is a mount root or reports another mount id (a bind
+// of the same file system too); where no mount id is known, when it is on
+// another device.
 #ifndef LUSTRE_CSI_PKG_VOLUME_TREE_H_
 #define LUSTRE_CSI_PKG_VOLUME_TREE_H_
 

@@ -239,28 +239,33 @@ class LinuxSyscalls : public Syscalls {
     return os::StatAt(dir_fd, name.c_str(), name);
   }
 
-  absl::StatusOr<std::vector<std::string>> ReadDir(int fd) override {
-    // A directory stream of its own on the same open file, from its start.
-    int list_fd = dup(fd);
-    if (list_fd < 0) return ErrnoError(errno, "dup");
-    DIR* dir = fdopendir(list_fd);
-    if (dir == nullptr) {
-      int err = errno;
-      close(list_fd);
-      return ErrnoError(err, "read directory");
-    }
-    absl::Cleanup close_dir = [dir] { closedir(dir); };
-    rewinddir(dir);
+  absl::StatusOr<std::vector<std::string>> ReadDir(int fd, size_t max_names) override {
+    // getdents64 on the descriptor itself: no second descriptor that a
+    // program started meanwhile could inherit, and the stream goes on from
+    // the descriptor's offset.
+    std::vector<char> buf(32768);
     std::vector<std::string> names;
-    while (true) {
-      errno = 0;
-      struct dirent* entry = readdir(dir);
-      if (entry == nullptr) break;
-      if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+    while (max_names == 0 || names.size() < max_names) {
+      ssize_t n = getdents64(fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoError(errno, "read directory");
+      if (n == 0) break;
+      for (ssize_t pos = 0; pos < n;) {
+        const auto* entry = reinterpret_cast<const struct dirent64*>(buf.data() + pos);
+        pos += entry->d_reclen;
+        if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) {
+          continue;
+        }
         names.emplace_back(entry->d_name);
+        if (max_names != 0 && names.size() == max_names && pos < n) {
+          // The rest of this read is read again by the next call.
+          if (lseek(fd, entry->d_off, SEEK_SET) < 0) {
+            return ErrnoError(errno, "seek in directory");
+          }
+          return names;
+        }
       }
     }
-    if (errno != 0) return ErrnoError(errno, "read directory");
     return names;
   }
 

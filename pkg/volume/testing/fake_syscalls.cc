@@ -67,7 +67,8 @@ struct FakeSyscalls::OpenFile {
   bool at_root = false;
   uint64_t ino = 0;
   OpenAccess access = OpenAccess::kPath;
-  size_t offset = 0;
+  size_t offset = 0;   // of a file's content
+  std::string listed;  // of a directory: the last name ReadDir returned
 };
 
 namespace {
@@ -330,8 +331,9 @@ int FakeSyscalls::AddChild(const Step& parent, const std::string& name, const No
 }
 
 int FakeSyscalls::RemoveChild(const Step& parent, const std::string& name, bool directory) {
-  if (name == ".") return EINVAL;
-  if (name == "..") return ENOTEMPTY;
+  if (name == "." || name == "..") {
+    return !directory ? EISDIR : (name == "." ? EINVAL : ENOTEMPTY);
+  }
   MountRec& m = *mounts_[parent.mount];
   if (m.broken != 0) return m.broken;
   const Node* dir = NodeAt(parent);
@@ -710,6 +712,7 @@ absl::StatusOr<FileInfo> FakeSyscalls::StatAt(int dir_fd, const std::string& nam
   RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
   auto fail = [&](int err) { return ErrnoError(err, absl::StrCat("fake statx ", name)); };
+  if (dir_fd == kAtCwd && name.empty()) return fail(ENOENT);
   std::vector<Step> stack;
   int err = StartAt(dir_fd, &stack);
   if (err == 0 && !name.empty()) err = Walk(stack, name, false, 1, false);
@@ -721,7 +724,7 @@ absl::StatusOr<FileInfo> FakeSyscalls::StatAt(int dir_fd, const std::string& nam
   return InfoAt(at, *node);
 }
 
-absl::StatusOr<std::vector<std::string>> FakeSyscalls::ReadDir(int fd) {
+absl::StatusOr<std::vector<std::string>> FakeSyscalls::ReadDir(int fd, size_t max_names) {
   Call call = Enter(Op::kReadDir, absl::StrCat(fd));
   RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
@@ -736,12 +739,16 @@ absl::StatusOr<std::vector<std::string>> FakeSyscalls::ReadDir(int fd) {
   // Mounts on entries do not hide the names.
   const auto& nodes = mounts_[at.mount]->fs->nodes;
   const std::string prefix = at.fs_path == "/" ? "/" : at.fs_path + "/";
+  // The stream goes in name order, from after the last name returned.
   std::vector<std::string> names;
-  for (auto it = nodes.lower_bound(prefix); it != nodes.end(); ++it) {
+  auto it =
+      file->listed.empty() ? nodes.lower_bound(prefix) : nodes.upper_bound(prefix + file->listed);
+  for (; it != nodes.end() && (max_names == 0 || names.size() < max_names); ++it) {
     if (!absl::StartsWith(it->first, prefix)) break;
     absl::string_view rest = absl::string_view(it->first).substr(prefix.size());
     if (!rest.empty() && rest.find('/') == absl::string_view::npos) names.emplace_back(rest);
   }
+  if (!names.empty()) file->listed = names.back();
   return names;
 }
 
@@ -861,7 +868,9 @@ absl::Status FakeSyscalls::Fsync(int fd) {
   RETURN_IF_ERROR(call.status());
   absl::MutexLock lock(&mu_);
   Step at;
-  int err = FileAt(fd, &at, nullptr);
+  OpenFile* file = nullptr;
+  int err = FileAt(fd, &at, &file);
+  if (err == 0 && file->access == OpenAccess::kPath) err = EBADF;
   if (err != 0) return ErrnoError(err, absl::StrCat("fake fsync ", fd));
   return absl::OkStatus();
 }

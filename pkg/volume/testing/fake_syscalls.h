@@ -96,7 +96,7 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   absl::StatusOr<int> OpenAt(int dir_fd, const std::string& path, const OpenHow& how) override;
   absl::Status Close(int fd) override;
   absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) override;
-  absl::StatusOr<std::vector<std::string>> ReadDir(int fd) override;
+  absl::StatusOr<std::vector<std::string>> ReadDir(int fd, size_t max_names) override;
   absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) override;
   absl::Status UnlinkAt(int dir_fd, const std::string& name, bool directory) override;
   absl::Status ChownAt(int dir_fd, const std::string& name, std::optional<uint32_t> uid,

@@ -209,14 +209,14 @@ TEST(FakeSyscallsTest, DescriptorsNameWhatTheyOpened) {
   read_dir.directory = true;
   absl::StatusOr<int> under = sys.OpenAt(kAtCwd, "/m", read_dir);
   ASSERT_TRUE(under.ok()) << under.status();
-  EXPECT_THAT(*sys.ReadDir(*under), ::testing::ElementsAre("on-top"));
+  EXPECT_THAT(*sys.ReadDir(*under, 0), ::testing::ElementsAre("on-top"));
   ASSERT_TRUE(sys.MkdirAt(*under, "made", 0700).ok());
   EXPECT_TRUE(sys.Exists("/m/made"));
   OpenHow path_only;
   absl::StatusOr<int> named = sys.OpenAt(*under, "made", path_only);
   ASSERT_TRUE(named.ok());
   EXPECT_EQ(ErrnoFrom(sys.ChmodAt(*named, "", 0755)), EBADF) << "as fchmod of an O_PATH file";
-  EXPECT_EQ(ErrnoFrom(sys.ReadDir(*named).status()), EBADF);
+  EXPECT_EQ(ErrnoFrom(sys.ReadDir(*named, 0).status()), EBADF);
   EXPECT_EQ(*sys.PathOf(*named), "/m/made");
   ASSERT_TRUE(sys.Unmount("/m", kMntDetach).ok());
   EXPECT_EQ(ErrnoFrom(sys.MkdirAt(*under, "late", 0700)), ESTALE);
@@ -312,10 +312,9 @@ TEST(FakeSyscallsTest, ListAndWatchADirectory) {
   events = (*watch)->Wait();
   ASSERT_TRUE(events.ok()) << events.status();
   // Removed entry by entry, as the kernel reports it, then the directory.
-  EXPECT_THAT(*events, ::testing::ElementsAre(DirEvent{Kind::kRemoved, "a.sock"},
-                                              DirEvent{Kind::kRemoved, "b.sock"},
-                                              DirEvent{Kind::kRemoved, "sub"},
-                                              DirEvent{Kind::kDirectoryGone, ""}));
+  EXPECT_THAT(*events, ::testing::ElementsAre(
+                           DirEvent{Kind::kRemoved, "a.sock"}, DirEvent{Kind::kRemoved, "b.sock"},
+                           DirEvent{Kind::kRemoved, "sub"}, DirEvent{Kind::kDirectoryGone, ""}));
   EXPECT_EQ(sys.WatchDir("/reg").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 

@@ -74,10 +74,10 @@ absl::StatusOr<FileInfo> FaultSyscalls::StatAt(int dir_fd, const std::string& na
   return SyscallsWrapper::StatAt(dir_fd, name);
 }
 
-absl::StatusOr<std::vector<std::string>> FaultSyscalls::ReadDir(int fd) {
+absl::StatusOr<std::vector<std::string>> FaultSyscalls::ReadDir(int fd, size_t max_names) {
   Call call = Enter(Op::kReadDir, absl::StrCat(fd));
   if (!call.status().ok()) return call.status();
-  return SyscallsWrapper::ReadDir(fd);
+  return SyscallsWrapper::ReadDir(fd, max_names);
 }
 
 absl::Status FaultSyscalls::MkdirAt(int dir_fd, const std::string& name, uint32_t mode) {
