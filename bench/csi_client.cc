@@ -46,6 +46,9 @@ DEFINE_string(volume_id, "vol", "volume id");
 DEFINE_string(target, "", "target or volume path");
 DEFINE_bool(readonly, false, "publish read-only");
 DEFINE_string(mount_flags, "", "comma-separated mount flags");
+DEFINE_string(volume_mount_groups, "",
+              "comma-separated groups: call i asks for the (i mod count)-th as the "
+              "capability's volume_mount_group (empty: none)");
 DEFINE_int64(n, 1, "number of calls (pairs count as one)");
 DEFINE_int32(concurrency, 1, "client threads");
 DEFINE_int32(timeout_seconds, 120, "per-call deadline");
@@ -73,9 +76,12 @@ std::map<std::string, std::string> Params() {
   return out;
 }
 
-csi::v1::VolumeCapability Capability() {
+csi::v1::VolumeCapability Capability(int64_t index) {
   csi::v1::VolumeCapability cap;
   auto* mount = cap.mutable_mount();
+  std::vector<std::string> groups =
+      absl::StrSplit(FLAGS_volume_mount_groups, ',', absl::SkipEmpty());
+  if (!groups.empty()) mount->set_volume_mount_group(groups[index % groups.size()]);
   for (absl::string_view f : absl::StrSplit(FLAGS_mount_flags, ',', absl::SkipEmpty())) {
     mount->add_mount_flags(std::string(f));
   }
@@ -140,7 +146,7 @@ class Client {
       q.set_volume_id(Fill(FLAGS_volume_id, index));
       q.set_target_path(Fill(FLAGS_target, index));
       q.set_readonly(FLAGS_readonly);
-      *q.mutable_volume_capability() = Capability();
+      *q.mutable_volume_capability() = Capability(index);
       q.mutable_volume_context()->insert(params.begin(), params.end());
       csi::v1::NodePublishVolumeResponse r;
       grpc::Status s = node_->NodePublishVolume(ctx().get(), q, &r);
@@ -157,7 +163,7 @@ class Client {
     if (rpc == "CreateVolume" || rpc == "CreateDelete") {
       csi::v1::CreateVolumeRequest q;
       q.set_name(Fill(FLAGS_name, index));
-      *q.add_volume_capabilities() = Capability();
+      *q.add_volume_capabilities() = Capability(index);
       for (const auto& [key, value] : params) (*q.mutable_parameters())[key] = Fill(value, index);
       if (FLAGS_required_bytes > 0)
         q.mutable_capacity_range()->set_required_bytes(FLAGS_required_bytes);
@@ -178,7 +184,7 @@ class Client {
     if (rpc == "ValidateVolumeCapabilities") {
       csi::v1::ValidateVolumeCapabilitiesRequest q;
       q.set_volume_id(Fill(FLAGS_volume_id, index));
-      *q.add_volume_capabilities() = Capability();
+      *q.add_volume_capabilities() = Capability(index);
       q.mutable_volume_context()->insert(params.begin(), params.end());
       csi::v1::ValidateVolumeCapabilitiesResponse r;
       return done(r, controller_->ValidateVolumeCapabilities(ctx().get(), q, &r));

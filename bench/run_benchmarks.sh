@@ -19,6 +19,8 @@ RESULTS=$OUT/results.txt bash bench/shared_client_bench.sh 10 5 200
 RESULTS=$OUT/results.txt bash bench/many_mounts_bench.sh 1000 10000
 # CreateVolume of provisioned sub-dirs: plain, with a project quota, with a layout.
 RESULTS=$OUT/results.txt bash bench/create_volume_bench.sh 300
+# fsGroup walks: publish pairs that each change the group of 20,101 entries.
+RESULTS=$OUT/results.txt bash bench/fsgroup_walk_bench.sh 40 100 200
 
 gnuplot <<GP
 set terminal pngcairo size 800,480 font "sans,11"
