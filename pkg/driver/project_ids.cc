@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "pkg/base/clock.h"
 #include "pkg/base/status_macros.h"
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
@@ -57,6 +58,25 @@ absl::Status TryClaim(volume::Syscalls& sys, const std::string& root, uint32_t i
   return claimed;
 }
 
+// The volume's entry as ReadDirOwner reads it. An entry is made, then
+// marked: a twin call (another controller creating the same volume) may be
+// between the two, so an entry without a readable marker is read again for a
+// while (about 1.3 s in all) before it is taken as it is.
+absl::StatusOr<std::optional<volume::DirOwner>> ReadIndexSettled(volume::Syscalls& sys,
+                                                                 const std::string& root,
+                                                                 const std::string& volume,
+                                                                 base::Clock* clock) {
+  absl::Duration pause = absl::Milliseconds(5);
+  while (true) {
+    absl::StatusOr<std::optional<volume::DirOwner>> index =
+        volume::ReadDirOwner(sys, root, IndexPath(volume));
+    const bool unsettled = (index.ok() && !index->has_value()) || absl::IsDataLoss(index.status());
+    if (!unsettled || pause > absl::Milliseconds(640)) return index;
+    clock->SleepFor(pause, nullptr);
+    pause *= 2;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ProjectIdRange> ParseProjectIdRange(absl::string_view text) {
@@ -74,9 +94,10 @@ absl::StatusOr<ProjectIdRange> ParseProjectIdRange(absl::string_view text) {
 
 absl::StatusOr<std::optional<uint32_t>> FindProjectClaim(volume::Syscalls& sys,
                                                          const std::string& root,
-                                                         const std::string& volume) {
+                                                         const std::string& volume,
+                                                         base::Clock* clock) {
   absl::StatusOr<std::optional<volume::DirOwner>> index =
-      volume::ReadDirOwner(sys, root, IndexPath(volume));
+      ReadIndexSettled(sys, root, volume, clock);
   if (absl::IsNotFound(index.status())) return std::optional<uint32_t>();
   if (!index.ok()) return volume::Annotate(index.status(), "the volume's project entry");
   if (!index->has_value() || (*index)->volume != volume || !(*index)->project.has_value()) {
@@ -92,9 +113,9 @@ absl::StatusOr<std::optional<uint32_t>> FindProjectClaim(volume::Syscalls& sys,
 }
 
 absl::StatusOr<ProjectClaim> ClaimProjectId(volume::Syscalls& sys, const std::string& root,
-                                            const ProjectIdRange& range,
-                                            const std::string& volume) {
-  ASSIGN_OR_RETURN(std::optional<uint32_t> held, FindProjectClaim(sys, root, volume));
+                                            const ProjectIdRange& range, const std::string& volume,
+                                            base::Clock* clock) {
+  ASSIGN_OR_RETURN(std::optional<uint32_t> held, FindProjectClaim(sys, root, volume, clock));
   if (held.has_value()) return ProjectClaim{*held, false};
 
   const uint64_t size = uint64_t{range.last} - range.first + 1;
@@ -142,8 +163,10 @@ absl::StatusOr<ProjectClaim> ClaimProjectId(volume::Syscalls& sys, const std::st
   bool indexed = false;
   absl::Status recorded =
       volume::CreateOwnedDir(sys, root, IndexPath(volume), options, entry, &indexed);
-  if (recorded.ok() && !indexed) {
-    ASSIGN_OR_RETURN(std::optional<uint32_t> other, FindProjectClaim(sys, root, volume));
+  // Found made (a twin's, complete or still unmarked): the entry says which
+  // ID the volume holds, once its marker is there.
+  if ((recorded.ok() && !indexed) || absl::IsAlreadyExists(recorded)) {
+    ASSIGN_OR_RETURN(std::optional<uint32_t> other, FindProjectClaim(sys, root, volume, clock));
     if (other.has_value() && *other != *id) {
       if (made) {
         absl::Status undo = volume::ReleaseOwnedDir(sys, root, ClaimPath(*id), volume).status();
@@ -151,6 +174,7 @@ absl::StatusOr<ProjectClaim> ClaimProjectId(volume::Syscalls& sys, const std::st
       }
       return ProjectClaim{*other, false};
     }
+    if (other.has_value()) recorded = absl::OkStatus();
   }
   if (!recorded.ok()) {
     if (made) volume::ReleaseOwnedDir(sys, root, ClaimPath(*id), volume).IgnoreError();

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pkg/base/clock.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::driver {
@@ -51,16 +52,21 @@ struct ProjectClaim {
 // retry after a crash finds the claim it made), skipping claims of others
 // and claims that cannot be read; after 64 taken IDs, the free ones are
 // found from one listing. RESOURCE_EXHAUSTED when every ID of the range is
-// claimed.
+// claimed. A twin call (another controller creating the same volume) ends
+// with the same ID, whichever of the two records it first.
 absl::StatusOr<ProjectClaim> ClaimProjectId(volume::Syscalls& sys, const std::string& root,
-                                            const ProjectIdRange& range, const std::string& volume);
+                                            const ProjectIdRange& range, const std::string& volume,
+                                            base::Clock* clock = base::RealClock());
 
 // The ID `volume` holds (its claim checked to name it); nullopt when none. A
 // by-volume entry whose claim is gone (a release that stopped halfway) is
-// removed.
+// removed. An entry not yet marked (its maker may be between the mkdir and
+// the marker) is read again for about 1.3 s on `clock` before it is
+// DATA_LOSS.
 absl::StatusOr<std::optional<uint32_t>> FindProjectClaim(volume::Syscalls& sys,
                                                          const std::string& root,
-                                                         const std::string& volume);
+                                                         const std::string& volume,
+                                                         base::Clock* clock = base::RealClock());
 
 // Gives up the ID `volume` holds (its claim with the recorded limits, then
 // the by-volume entry). None: OK. Never touches another volume's claim.

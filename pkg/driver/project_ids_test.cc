@@ -9,7 +9,9 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/volume/owned_dir.h"
+#include "pkg/volume/sha256.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 
 namespace lustre_csi::driver {
@@ -178,6 +180,50 @@ TEST_F(ProjectIdsTest, TwinCallsForOneVolumeGetOneId) {
   EXPECT_NE(claims[0].id, 0u);
   EXPECT_EQ(made, 1);
   EXPECT_EQ(Held("pvc-twin"), claims[0].id);
+}
+
+// Another controller creating the same volume, between making the volume's
+// entry and marking it: the entry is read again until the marker is there,
+// and both end with one ID.
+TEST_F(ProjectIdsTest, ATwinsUnmarkedEntryIsWaitedFor) {
+  absl::StatusOr<ProjectClaim> first = Claim("pvc-twin");
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string marker =
+      absl::StrCat(root_, "/", kProjectClaimDir, "/by-volume/", volume::Sha256Hex("pvc-twin"), "/",
+                   volume::kOwnerMarkerName);
+  absl::StatusOr<std::string> content = sys_.PeekContent(marker);
+  ASSERT_TRUE(content.ok());
+  ASSERT_TRUE(sys_.UnlinkAt(volume::kAtCwd, marker, false).ok());  // not written yet
+
+  base::FakeClock clock;
+  absl::StatusOr<ProjectClaim> twin;
+  std::thread call([&] { twin = ClaimProjectId(sys_, root_, {100, 199}, "pvc-twin", &clock); });
+  ASSERT_TRUE(clock.AwaitSleepers(1));
+  ASSERT_TRUE(sys_.AddFile(marker, 0444, *content).ok());  // now it is
+  clock.Advance(absl::Seconds(1));
+  call.join();
+  ASSERT_TRUE(twin.ok()) << twin.status();
+  EXPECT_EQ(twin->id, first->id);
+  EXPECT_FALSE(twin->made);
+}
+
+// An entry that stays unmarked (its maker stopped) is an error after the
+// wait, which is bounded.
+TEST_F(ProjectIdsTest, AnEntryNeverMarkedIsAnErrorAfterABoundedWait) {
+  ASSERT_TRUE(Claim("pvc-stopped").ok());
+  const std::string marker =
+      absl::StrCat(root_, "/", kProjectClaimDir, "/by-volume/", volume::Sha256Hex("pvc-stopped"),
+                   "/", volume::kOwnerMarkerName);
+  ASSERT_TRUE(sys_.UnlinkAt(volume::kAtCwd, marker, false).ok());
+  base::FakeClock clock;
+  clock.SetAutoAdvance(true);
+  absl::StatusOr<std::optional<uint32_t>> found =
+      FindProjectClaim(sys_, root_, "pvc-stopped", &clock);
+  EXPECT_EQ(found.status().code(), absl::StatusCode::kDataLoss) << found.status();
+  absl::Duration waited;
+  for (absl::Duration d : clock.sleeps()) waited += d;
+  EXPECT_GT(waited, absl::ZeroDuration());
+  EXPECT_LE(waited, absl::Seconds(2));
 }
 
 TEST_F(ProjectIdsTest, TheLargestRecordedLimitsWin) {
