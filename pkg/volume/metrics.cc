@@ -105,14 +105,13 @@ class DuMetrics : public MetricsProvider {
 
 class CachedMetrics : public MetricsProvider {
  public:
-  CachedMetrics(std::unique_ptr<MetricsProvider> inner, absl::Duration ttl,
-                std::function<absl::Time()> now)
-      : inner_(std::move(inner)), ttl_(ttl), now_(std::move(now)) {}
+  CachedMetrics(std::unique_ptr<MetricsProvider> inner, absl::Duration ttl, base::Clock* clock)
+      : inner_(std::move(inner)), ttl_(ttl), clock_(clock) {}
 
   absl::StatusOr<VolumeMetrics> GetMetrics() override {
     // One refresh at a time; callers arriving meanwhile get its answer.
     absl::MutexLock lock(&mu_);
-    absl::Time now = now_();
+    absl::Time now = clock_->Now();
     if (cached_.has_value() && now < fetched_ + ttl_ && now >= fetched_) return *cached_;
     absl::StatusOr<VolumeMetrics> fresh = inner_->GetMetrics();
     if (fresh.ok()) {
@@ -126,7 +125,7 @@ class CachedMetrics : public MetricsProvider {
   absl::Mutex mu_;
   const std::unique_ptr<MetricsProvider> inner_ ABSL_PT_GUARDED_BY(mu_);
   const absl::Duration ttl_;
-  const std::function<absl::Time()> now_;
+  base::Clock* const clock_;
   std::optional<VolumeMetrics> cached_ ABSL_GUARDED_BY(mu_);
   absl::Time fetched_ ABSL_GUARDED_BY(mu_);
 };
@@ -175,9 +174,8 @@ std::unique_ptr<MetricsProvider> NewDuMetrics(Syscalls* sys, std::string path, D
 }
 
 std::unique_ptr<MetricsProvider> NewCachedMetrics(std::unique_ptr<MetricsProvider> inner,
-                                                  absl::Duration ttl,
-                                                  std::function<absl::Time()> now) {
-  return std::make_unique<CachedMetrics>(std::move(inner), ttl, std::move(now));
+                                                  absl::Duration ttl, base::Clock* clock) {
+  return std::make_unique<CachedMetrics>(std::move(inner), ttl, clock);
 }
 
 }  // namespace lustre_csi::volume

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "pkg/base/clock.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
@@ -77,10 +78,10 @@ struct DuOptions {
 std::unique_ptr<MetricsProvider> NewDuMetrics(Syscalls* sys, std::string path, DuOptions opts = {});
 
 // Answers from `inner`, remembering a success for `ttl` (errors are not
-// remembered). `now` is the clock (tests pass a fake one).
-std::unique_ptr<MetricsProvider> NewCachedMetrics(
-    std::unique_ptr<MetricsProvider> inner, absl::Duration ttl,
-    std::function<absl::Time()> now = [] { return absl::Now(); });
+// remembered), as `clock` tells the time.
+std::unique_ptr<MetricsProvider> NewCachedMetrics(std::unique_ptr<MetricsProvider> inner,
+                                                  absl::Duration ttl,
+                                                  base::Clock* clock = base::RealClock());
 
 }  // namespace lustre_csi::volume
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/testing/fake_syscalls.h"
@@ -118,8 +119,8 @@ class CountingMetrics : public MetricsProvider {
 TEST(CachedMetricsTest, CachesSuccessesOnly) {
   auto inner = std::make_unique<CountingMetrics>();
   CountingMetrics* counting = inner.get();
-  absl::Time now = absl::FromUnixSeconds(1000);
-  auto cached = NewCachedMetrics(std::move(inner), absl::Seconds(60), [&now] { return now; });
+  base::FakeClock clock;
+  auto cached = NewCachedMetrics(std::move(inner), absl::Seconds(60), &clock);
 
   counting->fail = true;
   EXPECT_FALSE(cached->GetMetrics().ok());
@@ -128,15 +129,15 @@ TEST(CachedMetricsTest, CachesSuccessesOnly) {
 
   counting->fail = false;
   EXPECT_EQ(cached->GetMetrics()->used_bytes, 3);
-  now += absl::Seconds(59);
+  clock.Advance(absl::Seconds(59));
   EXPECT_EQ(cached->GetMetrics()->used_bytes, 3);
   EXPECT_EQ(counting->calls, 3);
 
-  now += absl::Seconds(1);  // expired
+  clock.Advance(absl::Seconds(1));  // expired
   EXPECT_EQ(cached->GetMetrics()->used_bytes, 4);
 
   // A failed refresh is reported, and the next call tries again.
-  now += absl::Seconds(61);
+  clock.Advance(absl::Seconds(61));
   counting->fail = true;
   absl::StatusOr<VolumeMetrics> failed = cached->GetMetrics();
   EXPECT_EQ(MetricsErrorKindOf(failed.status()), MetricsErrorKind::kFsInfoFailed);
@@ -144,7 +145,7 @@ TEST(CachedMetricsTest, CachesSuccessesOnly) {
   EXPECT_EQ(cached->GetMetrics()->used_bytes, 6);
 
   // A clock going backwards does not extend the cache.
-  now -= absl::Seconds(3600);
+  clock.Advance(-absl::Seconds(3600));
   EXPECT_EQ(cached->GetMetrics()->used_bytes, 7);
 }
 

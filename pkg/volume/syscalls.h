@@ -160,10 +160,8 @@ enum class SyscallOp {
 };
 inline constexpr int kNumSyscallOps = 18;
 
-// The name of `op` for messages ("mount", "statx", "walk", ...).
+// The name of `op` for messages ("mount", "statx", "read directory", ...).
 const char* SyscallOpName(SyscallOp op);
-
-class Syscalls;
 
 class Syscalls {
  public:
