@@ -19,7 +19,8 @@
 //
 // Differences from Linux, on purpose: no umask, no permission checks, MS_REC
 // does not copy submounts, MS_MOVE is not supported (EINVAL), relative paths
-// are taken from "/". The set-up methods (AddDir, AddFile, ...) neither count
+// are taken from "/", ".." from a descriptor stops at it, and directories
+// are listed in name order. The set-up methods (AddDir, AddFile, ...) neither count
 // nor fail. Thread-safe; the destructor releases hung calls and waits for
 // every call in flight to return.
 #ifndef LUSTRE_CSI_PKG_VOLUME_TESTING_FAKE_SYSCALLS_H_
