@@ -21,6 +21,7 @@
 #include "pkg/volume/linux/kernel_probe.h"
 #include "pkg/volume/linux/mountinfo_file.h"
 #include "pkg/volume/linux/staged_bind.h"
+#include "pkg/volume/linux/walk_beneath.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -332,15 +333,11 @@ class LinuxSyscalls : public Syscalls {
   }
 
   absl::StatusOr<std::string> PathOf(int fd) override {
-    std::string link = absl::StrCat("/proc/self/fd/", fd);
-    std::string buf(4096, '\0');
-    ssize_t n = readlink(link.c_str(), buf.data(), buf.size());
-    if (n < 0) return ErrnoError(errno, absl::StrCat("readlink ", link));
-    if (static_cast<size_t>(n) >= buf.size()) {
-      return ErrnoError(ENAMETOOLONG, absl::StrCat("readlink ", link));
+    std::string path;
+    if (!os::FdPath(fd, &path)) {
+      return ErrnoError(errno, absl::StrCat("readlink /proc/self/fd/", fd));
     }
-    buf.resize(static_cast<size_t>(n));
-    return buf;
+    return path;
   }
 
   uint32_t EffectiveUid() override { return geteuid(); }

@@ -54,21 +54,6 @@ class FdStack {
   std::vector<int> fds_;
 };
 
-// The path the kernel gives for `fd`, or false with errno set.
-bool FdPath(int fd, std::string* out) {
-  char link[40];
-  std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-  char buf[PATH_MAX];
-  ssize_t n = readlink(link, buf, sizeof(buf));
-  if (n < 0) return false;
-  if (static_cast<size_t>(n) >= sizeof(buf)) {
-    errno = ENAMETOOLONG;
-    return false;
-  }
-  out->assign(buf, static_cast<size_t>(n));
-  return true;
-}
-
 int64_t MountIdFromFdinfo(int fd) {
   char name[48];
   std::snprintf(name, sizeof(name), "/proc/self/fdinfo/%d", fd);
@@ -90,6 +75,20 @@ std::vector<std::string> Components(const char* path) {
 }
 
 }  // namespace
+
+bool FdPath(int fd, std::string* out) {
+  char link[40];
+  std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  char buf[PATH_MAX];
+  ssize_t n = readlink(link, buf, sizeof(buf));
+  if (n < 0) return false;
+  if (static_cast<size_t>(n) >= sizeof(buf)) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
+  out->assign(buf, static_cast<size_t>(n));
+  return true;
+}
 
 int64_t MountIdAt(int dir_fd, const char* name) {
   const int empty = *name == '\0' ? AT_EMPTY_PATH : 0;

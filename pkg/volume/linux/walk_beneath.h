@@ -27,8 +27,13 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <string>
 
 namespace lustre_csi::volume::os {
+
+// The path the kernel gives for the open file `fd` (readlink of
+// /proc/self/fd/<fd>), or false with errno set.
+bool FdPath(int fd, std::string* out);
 
 // Like openat2(dir_fd, path, {flags, mode, resolve}): a descriptor, or -1
 // with errno set. `resolve` must include RESOLVE_BENEATH and may add

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "pkg/base/status_macros.h"
+#include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/safe_path.h"
 
@@ -470,22 +471,10 @@ void FakeSyscalls::SetAtomicBinds(bool on) { atomic_binds_ = on; }
 absl::Status FakeSyscalls::BindBeneath(const std::string& root, const std::string& relative,
                                        const std::string& target, unsigned long flags) {
   if (!atomic_binds_) return Syscalls::BindBeneath(root, relative, target, flags);
-  std::string source;
-  {
-    absl::MutexLock lock(&mu_);
-    std::vector<Step> stack = {RootStep()};
-    int err = Walk(stack, Absolute(root), true, 1, false);
-    if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
-    if (err == 0) err = Walk(stack, relative, true, stack.size(), true);
-    if (err == 0 && NodeAt(stack.back()) == nullptr) err = ENOENT;
-    const std::string what = absl::StrCat("fake bind ", relative, " beneath ", root);
-    if (err == EXDEV || err == ELOOP) {
-      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err, what);
-    }
-    if (err != 0) return ErrnoError(err, what);
-    source = stack.back().abs;
-  }
-  return BindMountWithFlags(source, target, false, flags);
+  // Resolved as every caller above the seam resolves beneath a root.
+  absl::StatusOr<std::string> source = ResolveBeneath(*this, root, relative);
+  if (!source.ok()) return source.status();
+  return BindMountWithFlags(*source, target, false, flags);
 }
 
 absl::Status FakeSyscalls::PrepareBinds() {

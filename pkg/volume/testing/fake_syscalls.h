@@ -86,8 +86,9 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   void SetAtomicBinds(bool on);
   // OK with SetAtomicBinds(true), else UNIMPLEMENTED.
   absl::Status PrepareBinds() override;
-  // Resolves beneath `root` as openat2(RESOLVE_BENEATH | RESOLVE_NO_XDEV)
-  // does, then BindMountWithFlags (so also needs SetAtomicBinds).
+  // ResolveBeneath (beneath.h) over this fake, then BindMountWithFlags (so
+  // also needs SetAtomicBinds). Unlike the kernel's, the resolution does not
+  // refuse a mount on the way.
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override;
   // Descriptors name what they opened until it is removed (then ENOENT) or
