@@ -486,13 +486,15 @@ TEST_F(ManagerCrashTest, PluginKilledDuringPublishThenBack) {
 
   grpc::Status status;
   {
-    // The publish hangs at the mount system call, held by strace.
+    // The publish hangs at its first mount system call (move_mount(2), or
+    // mount(2) before Linux 5.12), held by strace.
     Strace strace(node_->pid(),
-                  {"-e", "trace=mount", "-e", "inject=mount:delay_enter=60000000:when=1"},
+                  {"-e", "trace=mount,move_mount", "-e",
+                   "inject=mount,move_mount:delay_enter=60000000:when=1"},
                   tmp_.Join("strace.log"));
     ASSERT_TRUE(strace.WaitAttached(absl::Seconds(20)).ok());
     std::thread call([&] { status = Mount("alloc-a"); });
-    EXPECT_TRUE(strace.WaitForLog("mount(\"", absl::Seconds(30))) << strace.Log();
+    EXPECT_TRUE(strace.WaitForLog("mount(", absl::Seconds(30))) << strace.Log();
     node_->Signal(SIGKILL);
     strace.Kill();
     call.join();

@@ -12,8 +12,12 @@
 //   - a file system exists when /run/lustre-standin/servers/<fsname> does
 //     (else ENOENT). Its contents live on a tmpfs mounted there on first use,
 //     named "<nids>:/<fsname>" like a Lustre client mount;
-//   - the sub-dir must exist (else ENOENT).
-// The mount itself is a bind of <server>/<sub-dir> with the per-mount flags,
+//   - the sub-dir is looked up one component at a time without following
+//     any symlink, as a Lustre server resolves a fileset: a missing
+//     component is ENOENT, a symlink or anything else that is no directory
+//     ENOTDIR.
+// The mount itself is a bind of <server>/<sub-dir> (the directory the
+// lookup opened) with the per-mount flags,
 // so the mount table shows the file system's name as the source and the
 // sub-dir as the root, as a Lustre fileset mount reads.
 // Every invocation is appended to /run/lustre-standin/calls.log. A file
@@ -203,13 +207,26 @@ int main(int argc, char** argv) {
     }
   }
   close(lock);
-  std::string source = sub.empty() ? server : server + "/" + sub;
-  if (stat(source.c_str(), &st) != 0) {
-    return Fail(errno, "mount " + device + " at " + target + " failed");
+  // The lookup, as the server's: one component at a time, no symlink.
+  int dir = open(server.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return Fail(errno, "mount " + device + " at " + target + " failed");
+  for (const std::string& part : sub.empty() ? std::vector<std::string>{} : Split(sub, "/")) {
+    int next = openat(dir, part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    if (next >= 0 && (fstat(next, &st) != 0 || !S_ISDIR(st.st_mode))) {
+      close(next);
+      next = -1;
+      err = ENOTDIR;
+    }
+    close(dir);
+    if (next < 0) return Fail(err, "mount " + device + " at " + target + " failed");
+    dir = next;
   }
+  std::string source = "/proc/self/fd/" + std::to_string(dir);
   if (mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Fail(errno, "mount " + device + " at " + target + " failed");
   }
+  close(dir);
   if (flags != 0 &&
       mount(nullptr, target.c_str(), nullptr, MS_REMOUNT | MS_BIND | flags, nullptr) != 0) {
     int err = errno;

@@ -32,18 +32,25 @@
 namespace lustre_csi::driver {
 namespace internal {
 
-absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root,
-                        const std::string& sub_dir) {
-  ASSIGN_OR_RETURN(std::string dir, volume::JoinBeneath(root, sub_dir));
-  if (absl::Status s = volume::MkdirAll(sys, dir, 0775); !s.ok()) return s;
-  return volume::ResolveBeneath(sys, root, sub_dir).status();
-}
-
 absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source) {
   if (source.sub_dir.empty()) return absl::OkStatus();
   return fs.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
-    return MakeSubDir(sys, root, source.sub_dir);
+    return volume::MkdirAllBeneath(sys, root, source.sub_dir, kSubDirMode);
   });
+}
+
+absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& source,
+                                  const absl::Status& status) {
+  absl::Status named =
+      fs.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
+        return volume::ResolveBeneath(sys, root, source.sub_dir).status();
+      });
+  if (named.code() == absl::StatusCode::kInvalidArgument) return named;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "sub-dir \"", source.sub_dir, "\" of ", source.fs_name,
+      " is not a directory on the server: a component is a symlink or a file (sub-dirs are "
+      "resolved without following symlinks): ",
+      status.message()));
 }
 
 absl::Status MountingMode::Publish(const PublishTarget& t) {
@@ -80,6 +87,9 @@ absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
     status = EnsureSubDirIn(*this, t.source);
     if (status.ok()) status = Mount(t.source, t.target, t.options);
   }
+  if (volume::ErrnoOf(status) == ENOTDIR && !t.source.sub_dir.empty()) {
+    return ExplainNotADirectory(*this, t.source, status);
+  }
   return status;
 }
 
@@ -106,7 +116,6 @@ std::string MountedSpec(const volume::MountEntry& e) {
 
 namespace {
 
-using internal::MakeSubDir;
 using internal::MountedSpec;
 
 // Whether /proc/filesystems text lists `lustre` (the type is the last field).
@@ -345,10 +354,7 @@ class MockBackend : public MountBackend {
 class LocalBackend : public internal::MountingMode {
  public:
   LocalBackend(volume::Syscalls* sys, std::string local_root)
-      : MountingMode(sys),
-        sys_(sys),
-        root_(std::move(local_root)),
-        bind_(volume::NewBindMounter(sys)) {}
+      : MountingMode(sys), sys_(sys), root_(std::move(local_root)) {}
 
   absl::string_view Mode() const override { return "local"; }
 
@@ -368,19 +374,37 @@ class LocalBackend : public internal::MountingMode {
     return fn(*sys_, *fs_root);
   }
 
+  // A bind from the directory resolved strictly beneath the file system's
+  // root (volume::BindDirBeneath), never from a path resolved again.
   absl::Status Mount(const LustreSource& source, const std::string& target,
                      const std::vector<std::string>& options) override {
-    absl::StatusOr<std::string> dir = Resolve(source);
-    if (!dir.ok()) return dir.status();
-    return bind_->Mount(*dir, target, "", options);
+    absl::StatusOr<volume::BindOptions> flags = volume::ParseBindOptions(options);
+    if (!flags.ok() || flags->recursive) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bind mount of ", source.Spec(), " on ", target, ": ",
+                       flags.ok() ? "recursive binds are not offered" : flags.status().message()));
+    }
+    absl::StatusOr<std::string> fs_root = FsRoot(source);
+    if (!fs_root.ok()) return fs_root.status();
+    absl::Status bound =
+        volume::BindDirBeneath(*sys_, *fs_root, source.sub_dir, target, flags->flags);
+    if (bound.code() == absl::StatusCode::kUnimplemented) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("bind mount of ", source.Spec(), " on ", target, ": ", bound.message()));
+    }
+    return bound;
   }
 
   absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
                                  const std::vector<std::string>& options) override {
-    ASSIGN_OR_RETURN(std::string dir, Resolve(source));
-    ASSIGN_OR_RETURN(volume::FileInfo want, sys_->Stat(dir));
+    ASSIGN_OR_RETURN(std::string fs_root, FsRoot(source));
+    absl::StatusOr<volume::FileInfo> want =
+        source.sub_dir.empty() ? sys_->Stat(fs_root)
+                               : volume::StatBeneath(*sys_, fs_root, source.sub_dir);
+    if (absl::IsNotFound(want.status())) return false;
+    if (!want.ok()) return want.status();
     ASSIGN_OR_RETURN(volume::FileInfo have, sys_->Stat(target));
-    if (want.dev != have.dev || want.ino != have.ino) return false;
+    if (want->dev != have.dev || want->ino != have.ino) return false;
     volume::MountChecker checker(sys_);
     ASSIGN_OR_RETURN(std::optional<volume::MountEntry> entry, checker.FindMountAt(target));
     // A bind mount inherits its source mount's flags on top of those asked for.
@@ -388,26 +412,27 @@ class LocalBackend : public internal::MountingMode {
   }
 
  private:
-  // <local-root>/<fs>, which must exist: it stands for the file system.
+  // <local-root>/<fs>, which must be a directory: it stands for the file
+  // system (the fs-name is checked: one component of [A-Za-z0-9_-]).
   absl::StatusOr<std::string> FsRoot(const LustreSource& source) {
-    absl::StatusOr<std::string> fs_root = volume::ResolveBeneath(*sys_, root_, source.fs_name);
-    if (!fs_root.ok() && fs_root.status().code() == absl::StatusCode::kNotFound) {
+    // Not every caller has validated it (a delete of any id).
+    if (absl::Status s = ValidateFsName(source.fs_name); !s.ok()) return s;
+    std::string fs_root = absl::StrCat(root_, "/", source.fs_name);
+    absl::StatusOr<volume::FileInfo> info = sys_->Stat(fs_root);
+    if (absl::IsNotFound(info.status())) {
       return absl::NotFoundError(absl::StrCat("file system ", source.fs_name,
-                                              " does not exist (no directory ", root_, "/",
-                                              source.fs_name, ")"));
+                                              " does not exist (no directory ", fs_root, ")"));
+    }
+    if (!info.ok()) return info.status();
+    if (!volume::IsDirectoryMode(info->mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("file system ", source.fs_name, ": ", fs_root, " is not a directory"));
     }
     return fs_root;
   }
 
-  absl::StatusOr<std::string> Resolve(const LustreSource& source) {
-    absl::StatusOr<std::string> fs_root = FsRoot(source);
-    if (!fs_root.ok() || source.sub_dir.empty()) return fs_root;
-    return volume::ResolveBeneath(*sys_, *fs_root, source.sub_dir);
-  }
-
   volume::Syscalls* const sys_;
   const std::string root_;
-  std::unique_ptr<volume::Mounter> bind_;
 };
 
 }  // namespace

@@ -12,13 +12,20 @@
 
 namespace lustre_csi::driver::internal {
 
-// Creates `sub_dir` (and missing parents) beneath `root` and proves,
-// resolving symlinks, that it stays beneath it.
-absl::Status MakeSubDir(volume::Syscalls& sys, const std::string& root, const std::string& sub_dir);
+// The mode of the sub-dirs a publish creates (subject to the umask).
+inline constexpr uint32_t kSubDirMode = 0775;
 
 // Creates `source.sub_dir` when missing: nothing for the root; otherwise
-// MakeSubDir inside fs.WithFileSystemRoot.
+// volume::MkdirAllBeneath inside fs.WithFileSystemRoot (no symlink followed,
+// each level made with mkdirat on the level above as opened).
 absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source);
+
+// Why a mount of `source` that the file system answered ENOTDIR (`status`)
+// failed: a server resolves a sub-dir without following symlinks, so a
+// symlink or a file at one of its components. Looked at through
+// fs.WithFileSystemRoot to name the component; INVALID_ARGUMENT either way.
+absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& source,
+                                  const absl::Status& status);
 
 // The publish and unpublish of every mode that makes mounts (lustre, shared
 // clients, local), written once over the mode's own steps: Mount, the
@@ -53,7 +60,8 @@ class MountingMode : public MountBackend {
 
  private:
   // Mount, holding one of t.slots; on NOT_FOUND for a sub-dir, EnsureSubDirIn
-  // and Mount again.
+  // and Mount again; ENOTDIR for a sub-dir is explained
+  // (ExplainNotADirectory).
   absl::Status MountHoldingSlot(const PublishTarget& t);
 
   volume::Syscalls* const sys_;

@@ -15,6 +15,8 @@
 namespace lustre_csi::driver {
 namespace {
 
+using volume::OpenHow;
+
 constexpr size_t kMaxTargetPath = 4096;
 
 // Absolute, with no empty, "." or ".." component and no trailing slash; the
@@ -194,6 +196,23 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
   if (absl::Status s = ValidateTargetPath(path); !s.ok()) {
     return absl::NotFoundError(absl::StrCat("volume ", volume_id, " is not published at '",
                                             absl::CHexEscape(path), "': ", s.message()));
+  }
+  // The path must name a target itself, with no symlink on the way: below a
+  // target everything is the tenant's, and a link there would lead to the
+  // figures of whatever it names.
+  OpenHow how;
+  how.nofollow = true;
+  absl::StatusOr<volume::ScopedFd> fd = volume::Open(*sys_, volume::kAtCwd, path, how);
+  if (fd.ok()) {
+    absl::StatusOr<std::string> named = sys_->PathOf(fd->get());
+    if (!named.ok()) return named.status();
+    if (*named != path) {
+      return absl::NotFoundError(absl::StrCat("volume ", volume_id, " is not published at ", path,
+                                              ": it names ", *named,
+                                              " through a symlink, which is never followed"));
+    }
+  } else if (absl::IsNotFound(fd.status())) {
+    return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
   }
   VolumeStats stats;
   absl::StatusOr<bool> mounted = backend_->IsPublished(path);

@@ -29,8 +29,18 @@ class NodeTest : public testing::Test {
   void SetUp() override {
     ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs").ok());
     ASSERT_TRUE(sys_.AddDir(kPods).ok());
+    sys_.SetAtomicBinds(true);
     backend_ = NewLocalBackend(&sys_, kRoot);
     MakeLogic(NodeOptions{});
+  }
+
+  // The bind mounts made, without the remounts that set their flags.
+  std::vector<FakeSyscalls::MountCall> Binds() {
+    std::vector<FakeSyscalls::MountCall> out;
+    for (const FakeSyscalls::MountCall& c : sys_.MountCalls()) {
+      if ((c.flags & MS_BIND) != 0 && (c.flags & MS_REMOUNT) == 0) out.push_back(c);
+    }
+    return out;
   }
 
   void MakeLogic(NodeOptions options) {
@@ -55,10 +65,9 @@ class NodeTest : public testing::Test {
 TEST_F(NodeTest, PublishCreatesTargetAndBindMountsTheFileSystem) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
   EXPECT_TRUE(sys_.Exists("/pods/a"));
-  ASSERT_EQ(sys_.MountCalls().size(), 1u);
-  EXPECT_EQ(sys_.MountCalls()[0].source, "/lustre/lustrefs");
-  EXPECT_EQ(sys_.MountCalls()[0].target, "/pods/a");
-  EXPECT_TRUE(sys_.MountCalls()[0].flags & MS_BIND);
+  ASSERT_EQ(Binds().size(), 1u);
+  EXPECT_EQ(Binds()[0].source, "/lustre/lustrefs");
+  EXPECT_EQ(Binds()[0].target, "/pods/a");
   EXPECT_EQ(sys_.MountCount(), 1);
 }
 
@@ -76,7 +85,7 @@ TEST_F(NodeTest, SubDirIsFilledCreatedAndMounted) {
   req.volume_context["csi.storage.k8s.io/pod.name"] = "web-0";
   ASSERT_TRUE(logic_->Publish(req).ok());
   EXPECT_TRUE(sys_.Exists("/lustre/lustrefs/team/web-0"));
-  EXPECT_EQ(sys_.MountCalls()[0].source, "/lustre/lustrefs/team/web-0");
+  EXPECT_EQ(Binds()[0].source, "/lustre/lustrefs/team/web-0");
 }
 
 TEST_F(NodeTest, RepeatIsOkDifferentMountIsAlreadyExists) {
@@ -96,7 +105,7 @@ TEST_F(NodeTest, CorruptedMountAtTargetIsRepaired) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
   EXPECT_FALSE(sys_.UnmountCalls().empty()) << "the broken mount was not unmounted";
   EXPECT_EQ(sys_.MountCount(), 1);
-  EXPECT_EQ(sys_.MountCalls().size(), 2u) << "not mounted again";
+  EXPECT_EQ(Binds().size(), 2u) << "not mounted again";
 }
 
 TEST_F(NodeTest, FailedMountLeavesNothing) {
@@ -119,7 +128,39 @@ TEST_F(NodeTest, SymlinkSubDirCannotEscape) {
   ASSERT_TRUE(sys_.AddSymlink("/lustre/lustrefs/evil", "/etc").ok());
   PublishRequest req = Request("/pods/a");
   req.volume_context["sub-dir"] = "evil";
-  EXPECT_EQ(logic_->Publish(req).code(), absl::StatusCode::kInvalidArgument);
+  absl::Status status = logic_->Publish(req);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("\"evil\" is a symlink"));
+  EXPECT_EQ(sys_.MountCount(), 0);
+}
+
+// A link that stays inside the file system is refused too: it would hand
+// one team another team's directory.
+TEST_F(NodeTest, SymlinkToAnotherTeamsDirectoryIsRefused) {
+  ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs/otherteam").ok());
+  ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs/team").ok());
+  ASSERT_TRUE(sys_.AddSymlink("/lustre/lustrefs/team/data", "../otherteam").ok());
+  PublishRequest req = Request("/pods/a");
+  req.volume_context["sub-dir"] = "team/data";
+  absl::Status status = logic_->Publish(req);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr("\"team/data\" is a symlink"));
+  EXPECT_EQ(sys_.MountCount(), 0);
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+}
+
+// A missing sub-dir below a link is never made through it.
+TEST_F(NodeTest, MissingSubDirBelowASymlinkIsNotCreated) {
+  ASSERT_TRUE(sys_.AddDir("/etc").ok());
+  ASSERT_TRUE(sys_.AddSymlink("/lustre/lustrefs/evil", "/etc").ok());
+  ASSERT_TRUE(sys_.AddSymlink("/lustre/lustrefs/up", "..").ok());
+  for (const char* sub : {"evil/new", "evil/new/deeper", "up/new"}) {
+    PublishRequest req = Request("/pods/a");
+    req.volume_context["sub-dir"] = sub;
+    EXPECT_EQ(logic_->Publish(req).code(), absl::StatusCode::kInvalidArgument) << sub;
+  }
+  EXPECT_FALSE(sys_.Exists("/etc/new"));
+  EXPECT_FALSE(sys_.Exists("/lustre/new"));
   EXPECT_EQ(sys_.MountCount(), 0);
 }
 
@@ -287,20 +328,20 @@ TEST_F(NodeTest, TheIdsSubDirIsUsedWhenTheContextIsSilent) {
   PublishRequest req = Request("/pods/id");
   req.volume_id = "pv-1#lustrefs#10.0.0.4#team-a#f";
   ASSERT_TRUE(logic_->Publish(req).ok());
-  EXPECT_EQ(sys_.MountCalls()[0].source, "/lustre/lustrefs/team-a");
+  EXPECT_EQ(Binds()[0].source, "/lustre/lustrefs/team-a");
 
   // The context's sub-dir wins over the id's.
   ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs/other").ok());
   req.target_path = "/pods/ctx";
   req.volume_context["sub-dir"] = "other";
   ASSERT_TRUE(logic_->Publish(req).ok());
-  EXPECT_EQ(sys_.MountCalls().back().source, "/lustre/lustrefs/other");
+  EXPECT_EQ(Binds().back().source, "/lustre/lustrefs/other");
 
   // An opaque handle: the context alone (here: the root).
   req = Request("/pods/opaque");
   req.volume_id = "my-static-volume";
   ASSERT_TRUE(logic_->Publish(req).ok());
-  EXPECT_EQ(sys_.MountCalls().back().source, "/lustre/lustrefs");
+  EXPECT_EQ(Binds().back().source, "/lustre/lustrefs");
 }
 
 TEST_F(NodeTest, HostileIdFieldsAreInvalidEvenWhenTheContextWins) {
@@ -331,6 +372,21 @@ TEST_F(NodeTest, HostileIdFieldsAreInvalidEvenWhenTheContextWins) {
 // Where the volume is not published, the answer is NOT_FOUND, whatever the
 // path looks like; the file system is not consulted for paths no publish
 // could have made.
+// A path below a target is the tenant's: a link there must not lead to the
+// figures of another mount.
+TEST_F(NodeTest, StatsFollowNoSymlinkBelowATarget) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  ASSERT_TRUE(sys_.AddDir("/elsewhere").ok());
+  ASSERT_TRUE(sys_.Mount("other", "/elsewhere", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(sys_.AddSymlink("/lustre/lustrefs/evil", "/").ok());
+  absl::StatusOr<VolumeStats> stats = logic_->Stats("v", "/pods/a/evil/elsewhere");
+  EXPECT_EQ(stats.status().code(), absl::StatusCode::kNotFound)
+      << (stats.ok() ? stats->message : stats.status().ToString());
+  ASSERT_TRUE(sys_.AddSymlink("/pods/link", "/pods/a").ok());
+  EXPECT_EQ(logic_->Stats("v", "/pods/link").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(logic_->Stats("v", "/pods/a").ok());
+}
+
 TEST_F(NodeTest, StatsWhereTheVolumeIsNotPublishedIsNotFound) {
   ASSERT_TRUE(sys_.AddDir("/pods/unmounted").ok());
   for (const char* path : {"/pods/missing", "/pods/unmounted"}) {

@@ -87,16 +87,6 @@ absl::Status RefuseOptionLike(absl::string_view key, absl::string_view value) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateFsName(absl::string_view fs) {
-  bool ok = !fs.empty() && fs.size() <= 8;
-  for (char c : fs) ok = ok && (absl::ascii_isalnum(c) || c == '_' || c == '-');
-  if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat(kParamFsName, " '", absl::CHexEscape(fs),
-                                                   "' must be 1 to 8 of [A-Za-z0-9_-]"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<uint32_t> ParseUint(absl::string_view key, absl::string_view value, int base,
                                    uint32_t max) {
   uint32_t out = 0;
@@ -179,6 +169,16 @@ absl::Status ParseLayoutKey(absl::string_view key, absl::string_view k, absl::st
 }
 
 }  // namespace
+
+absl::Status ValidateFsName(absl::string_view fs) {
+  bool ok = !fs.empty() && fs.size() <= 8;
+  for (char c : fs) ok = ok && (absl::ascii_isalnum(c) || c == '_' || c == '-');
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(kParamFsName, " '", absl::CHexEscape(fs),
+                                                   "' must be 1 to 8 of [A-Za-z0-9_-]"));
+  }
+  return absl::OkStatus();
+}
 
 bool IsAzureProvisioningKey(absl::string_view lower_key) {
   for (const char* k : kAzureProvisioningKeys) {

@@ -110,6 +110,10 @@ struct LustreParams {
 // mode: nothing here depends on how the volume will be mounted.
 absl::StatusOr<LustreParams> ParseLustreParams(const std::map<std::string, std::string>& params);
 
+// An fs-name: 1 to 8 of [A-Za-z0-9_-], as Lustre allows; INVALID_ARGUMENT
+// otherwise.
+absl::Status ValidateFsName(absl::string_view fs);
+
 // Each field of an id of this driver's format, validated like the context
 // value of the same name (MGS address, fs-name, sub-dir shape, no leading
 // '-'); INVALID_ARGUMENT naming the field.

@@ -27,7 +27,6 @@
 namespace lustre_csi::driver {
 namespace {
 
-using internal::MakeSubDir;
 using internal::MountedSpec;
 
 // A client mount: which file system, with which client-wide options.
@@ -195,10 +194,7 @@ class SharedClientBackend : public internal::MountingMode {
     if (!*mounted) return false;
     absl::StatusOr<volume::FileInfo> want = *root;
     if (!source.sub_dir.empty()) {
-      absl::StatusOr<std::string> path = volume::ResolveBeneath(*sys_, dir, source.sub_dir);
-      if (absl::IsNotFound(path.status())) return false;
-      if (!path.ok()) return path.status();
-      want = sys_->Stat(*path);
+      want = volume::StatBeneath(*sys_, dir, source.sub_dir);
       if (absl::IsNotFound(want.status())) return false;
       if (!want.ok()) return want.status();
     }
@@ -410,18 +406,23 @@ class SharedClientBackend : public internal::MountingMode {
     return dir;
   }
 
-  // Binds `source.sub_dir` beneath `root` (created when missing) at `target`,
-  // from the resolved directory itself (Syscalls::BindBeneath): a writer of
-  // the file system cannot swap a symlink in after the check.
+  // Binds `source.sub_dir` beneath `root` (created when missing, one level at
+  // a time) at `target`, from the directory resolved strictly beneath the
+  // root (volume::BindDirBeneath): no symlink is followed, and a writer of
+  // the file system cannot swap one in after the check.
   absl::Status BindFrom(const std::string& root, const LustreSource& source,
                         const std::string& target, const std::vector<std::string>& bind_options) {
     absl::StatusOr<volume::BindOptions> flags = volume::ParseBindOptions(bind_options);
     if (!flags.ok()) return flags.status();
-    absl::Status bound = sys_->BindBeneath(root, source.sub_dir, target, flags->flags);
+    absl::Status bound = volume::BindDirBeneath(*sys_, root, source.sub_dir, target, flags->flags);
     if (bound.code() == absl::StatusCode::kNotFound && !source.sub_dir.empty()) {
       LOG(INFO) << "creating sub-dir " << source.sub_dir << " in the client " << root;
-      if (absl::Status s = MakeSubDir(*sys_, root, source.sub_dir); !s.ok()) return s;
-      bound = sys_->BindBeneath(root, source.sub_dir, target, flags->flags);
+      if (absl::Status s =
+              volume::MkdirAllBeneath(*sys_, root, source.sub_dir, internal::kSubDirMode);
+          !s.ok()) {
+        return s;
+      }
+      bound = volume::BindDirBeneath(*sys_, root, source.sub_dir, target, flags->flags);
     }
     if (bound.code() == absl::StatusCode::kUnimplemented) {
       return absl::FailedPreconditionError(

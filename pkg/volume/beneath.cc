@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "pkg/base/status_macros.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/safe_path.h"
@@ -30,26 +31,68 @@ absl::Status CheckStrictRelative(const std::string& root, const std::string& rel
   return absl::OkStatus();
 }
 
+// `relative` opened strictly beneath the open directory `root_fd` ("."
+// for the root itself), retried on EAGAIN (a rename or mount raced with the
+// resolution; the kernel asks for a retry).
+absl::StatusOr<ScopedFd> OpenStrictlyAt(Syscalls& sys, int root_fd, const std::string& relative,
+                                        OpenHow how) {
+  how.resolve = Resolution::kStrictlyBeneath;
+  absl::StatusOr<ScopedFd> fd;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    fd = Open(sys, root_fd, relative, how);
+    if (fd.ok() || ErrnoOf(fd.status()) != EAGAIN) break;
+  }
+  return fd;
+}
+
 // `relative` opened strictly beneath `root`.
 absl::StatusOr<ScopedFd> OpenStrictly(Syscalls& sys, const std::string& root,
                                       const std::string& relative, OpenHow how) {
   RETURN_IF_ERROR(CheckStrictRelative(root, relative));
   ASSIGN_OR_RETURN(ScopedFd root_fd, OpenRoot(sys, root));
-  how.resolve = Resolution::kStrictlyBeneath;
-  absl::StatusOr<ScopedFd> fd = Open(sys, root_fd.get(), relative, how);
-  if (!fd.ok()) return StrictError(fd.status(), root, relative);
+  absl::StatusOr<ScopedFd> fd = OpenStrictlyAt(sys, root_fd.get(), relative, how);
+  if (!fd.ok()) return StrictError(sys, fd.status(), root, relative);
   return fd;
+}
+
+// Which component of `relative` a strict resolution beneath `root` refused,
+// found by a second walk one level at a time.
+std::string DescribeRefusal(Syscalls& sys, const std::string& root, const std::string& relative) {
+  constexpr absl::string_view kVague = "it would leave the root (a '..', symlink or other mount)";
+  if (!relative.empty() && relative[0] == '/') return "the path is absolute";
+  absl::StatusOr<ScopedFd> dir = OpenRoot(sys, root);
+  if (!dir.ok()) return std::string(kVague);
+  std::string prefix;
+  for (absl::string_view part : absl::StrSplit(relative, '/', absl::SkipEmpty())) {
+    prefix = prefix.empty() ? std::string(part) : absl::StrCat(prefix, "/", part);
+    if (part == ".") continue;
+    if (part == "..") return absl::StrCat("\"", prefix, "\" goes up");
+    absl::StatusOr<FileInfo> info = sys.StatAt(dir->get(), std::string(part));
+    if (!info.ok()) break;
+    if (IsSymlinkMode(info->mode)) return absl::StrCat("\"", prefix, "\" is a symlink");
+    absl::StatusOr<ScopedFd> next = OpenStrictlyAt(sys, dir->get(), std::string(part), OpenHow());
+    if (!next.ok()) {
+      if (ErrnoOf(next.status()) == EXDEV) {
+        return absl::StrCat("\"", prefix, "\" is another mount");
+      }
+      break;
+    }
+    dir = std::move(next);
+  }
+  return std::string(kVague);
 }
 
 }  // namespace
 
-absl::Status StrictError(const absl::Status& status, const std::string& root,
+absl::Status StrictError(Syscalls& sys, const absl::Status& status, const std::string& root,
                          const std::string& relative) {
   std::optional<int> err = ErrnoOf(status);
   if (err == EXDEV || err == ELOOP) {
     return ErrnoErrorWithCode(
         absl::StatusCode::kInvalidArgument, *err,
-        absl::StrCat(root, "/", relative, " leaves ", root, " (a '..', symlink or other mount)"));
+        absl::StrCat(root, "/", relative, " is refused: ", DescribeRefusal(sys, root, relative),
+                     "; paths beneath a file system's root are resolved without following any "
+                     "symlink, as a Lustre server resolves a sub-dir mount"));
   }
   return status;
 }
@@ -70,44 +113,72 @@ absl::StatusOr<ScopedFd> OpenParentStrictly(Syscalls& sys, const std::string& ro
 
 absl::StatusOr<std::string> ResolveBeneath(Syscalls& sys, const std::string& root,
                                            const std::string& relative) {
-  const std::string context = absl::StrCat("resolve \"", relative, "\" beneath ", root);
-  if (relative.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": contains a NUL byte"));
-  }
-  if (!relative.empty() && relative[0] == '/') {
-    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, EXDEV,
-                              absl::StrCat(context, ": the path is absolute"));
-  }
+  if (!relative.empty()) RETURN_IF_ERROR(CheckStrictRelative(root, relative));
   ASSIGN_OR_RETURN(ScopedFd root_fd, OpenRoot(sys, root));
-  OpenHow how;
-  how.resolve = Resolution::kBeneath;
-  absl::StatusOr<ScopedFd> fd;
-  // EAGAIN: a rename or mount raced with the resolution; the kernel asks for
-  // a retry.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    fd = Open(sys, root_fd.get(), relative.empty() ? "." : relative, how);
-    if (fd.ok() || ErrnoOf(fd.status()) != EAGAIN) break;
-  }
+  absl::StatusOr<ScopedFd> fd =
+      OpenStrictlyAt(sys, root_fd.get(), relative.empty() ? "." : relative, OpenHow());
   if (!fd.ok()) {
-    std::optional<int> err = ErrnoOf(fd.status());
-    if (err == EXDEV) {
-      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, *err,
-                                absl::StrCat(context, ": leaves the root"));
-    }
-    if (err == ELOOP) {
-      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, *err,
-                                absl::StrCat(context, ": symlink loop or magic link"));
-    }
-    if (err == ENOSYS) return ErrnoErrorWithCode(absl::StatusCode::kUnimplemented, *err, context);
-    return Annotate(fd.status(), context);
+    return Annotate(StrictError(sys, fd.status(), root, relative),
+                    absl::StrCat("resolve \"", relative, "\" beneath ", root));
   }
   ASSIGN_OR_RETURN(std::string root_path, sys.PathOf(root_fd.get()));
   ASSIGN_OR_RETURN(std::string path, sys.PathOf(fd->get()));
   if (!IsPathBeneath(root_path, path)) {
-    return absl::InternalError(
-        absl::StrCat(context, ": resolved to ", path, ", outside ", root_path));
+    return absl::InternalError(absl::StrCat("resolve \"", relative, "\" beneath ", root,
+                                            ": resolved to ", path, ", outside ", root_path));
   }
   return path;
+}
+
+absl::Status MkdirAllBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
+                             uint32_t mode) {
+  RETURN_IF_ERROR(CheckStrictRelative(root, relative));
+  ASSIGN_OR_RETURN(ScopedFd dir, OpenRoot(sys, root));
+  std::string done;
+  for (absl::string_view part : absl::StrSplit(relative, '/')) {
+    done = done.empty() ? std::string(part) : absl::StrCat(done, "/", part);
+    if (part == "..") {
+      return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, EXDEV,
+                                absl::StrCat(root, "/", done, " goes up out of ", root));
+    }
+    absl::Status made = sys.MkdirAt(dir.get(), std::string(part), mode);
+    if (!made.ok() && !absl::IsAlreadyExists(made)) {
+      return Annotate(made, absl::StrCat("mkdir ", root, "/", done));
+    }
+    OpenHow how;
+    how.directory = true;
+    absl::StatusOr<ScopedFd> next = OpenStrictlyAt(sys, dir.get(), std::string(part), how);
+    if (!next.ok()) {
+      if (ErrnoOf(next.status()) == ENOTDIR) {
+        return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, ENOTDIR,
+                                  absl::StrCat("make ", root, "/", relative, ": ", root, "/", done,
+                                               " is not a directory"));
+      }
+      return Annotate(StrictError(sys, next.status(), root, done),
+                      absl::StrCat("make ", root, "/", relative));
+    }
+    dir = std::move(*next);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BindDirBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
+                            const std::string& target, unsigned long flags) {
+  absl::Status bound = sys.BindBeneath(root, relative, target, flags);
+  if (!bound.ok()) return StrictError(sys, bound, root, relative);
+  // What is mounted must be what was resolved: a directory renamed into the
+  // path while the bind was made is let go of again.
+  absl::StatusOr<FileInfo> want =
+      relative.empty() ? sys.Stat(root) : StatBeneath(sys, root, relative);
+  absl::StatusOr<FileInfo> have = sys.Stat(target);
+  if (want.ok() && have.ok() && want->dev == have->dev && want->ino == have->ino) {
+    return absl::OkStatus();
+  }
+  absl::Status undo = sys.Unmount(target, kMntDetach);
+  return absl::UnavailableError(
+      absl::StrCat(root, "/", relative, " changed while it was bound at ", target,
+                   undo.ok() ? "; the bind was taken back"
+                             : absl::StrCat("; taking it back failed: ", undo.message())));
 }
 
 absl::Status MkdirBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
@@ -152,7 +223,7 @@ absl::Status MakeMarkedDirBeneath(Syscalls& sys, const std::string& root,
   dir_how.resolve = Resolution::kStrictlyBeneath;
   absl::StatusOr<ScopedFd> dir = Open(sys, parent.get(), name, dir_how);
   // Ours is gone or replaced by something that is no directory: leave it.
-  if (!dir.ok()) return StrictError(dir.status(), root, relative);
+  if (!dir.ok()) return StrictError(sys, dir.status(), root, relative);
   ASSIGN_OR_RETURN(FileInfo info, sys.StatAt(dir->get(), ""));
   if (info.uid != sys.EffectiveUid()) {
     // Renamed into place between the mkdir and the open: not ours to change.

@@ -1,17 +1,21 @@
 // Paths beneath a directory, built once from Syscalls' descriptor calls, so
 // they run the same over the kernel and over the fake.
 //
-// ResolveBeneath stops "..", absolute symlinks and magic links from leaving
-// the root. The calls that create, read or change something resolve
-// strictly (Resolution::kStrictlyBeneath: no symlink at all, no other mount)
-// and act on what they opened, so nothing swapped into the path can redirect
-// them; MakeMarkedDirBeneath does its whole job through one descriptor of the
-// new directory for that reason.
+// Everything beneath a root is resolved strictly
+// (Resolution::kStrictlyBeneath): no symlink at any component, no "..", no
+// other mount, no magic link, as a Lustre server resolves a fileset (a
+// sub-dir mount): what a writer of the file system plants cannot lead a call
+// anywhere else. The calls that create, read or change something act on what
+// they opened, so nothing swapped into the path meanwhile can redirect them;
+// MakeMarkedDirBeneath does its whole job through one descriptor of the new
+// directory for that reason, MkdirAllBeneath makes each level with mkdirat on
+// the level above it as it opened it.
 //
-// For the strict calls `relative` is a clean relative path, not empty, not
-// ".": INVALID_ARGUMENT otherwise, and INVALID_ARGUMENT (errno EXDEV or
-// ELOOP) when it would leave the root, follow a symlink or cross a mount;
-// NOT_FOUND when a component is missing.
+// `relative` is a clean relative path, not empty, not ".": INVALID_ARGUMENT
+// otherwise (ResolveBeneath and BindDirBeneath also take "" for the root),
+// and INVALID_ARGUMENT (errno EXDEV or ELOOP) naming the component when it
+// would leave the root, follow a symlink or cross a mount; NOT_FOUND when a
+// component is missing.
 #ifndef LUSTRE_CSI_PKG_VOLUME_BENEATH_H_
 #define LUSTRE_CSI_PKG_VOLUME_BENEATH_H_
 
@@ -27,14 +31,29 @@
 
 namespace lustre_csi::volume {
 
-// Resolves `relative` beneath the existing directory `root`
-// (Resolution::kBeneath) and returns the absolute path of what it names, as
-// the kernel gives it (PathOf): symlink-free, beneath the canonical `root`.
-// INVALID_ARGUMENT (errno EXDEV or ELOOP) when `relative` is absolute,
-// contains NUL, or a "..", symlink or magic link would leave the root;
-// NOT_FOUND when a component is missing; "" names the root.
+// Resolves `relative` strictly beneath the existing directory `root` and
+// returns the absolute path of what it names, as the kernel gives it
+// (PathOf), beneath the canonical `root`; "" names the root. For a check or
+// a message: acting on the path again would resolve it again.
 absl::StatusOr<std::string> ResolveBeneath(Syscalls& sys, const std::string& root,
                                            const std::string& relative);
+
+// mkdir -p beneath `root`: each missing level of `relative` made with
+// mkdirat(2) on its parent as opened strictly beneath `root` (mode subject
+// to the umask), each existing one opened the same way; a symlink or a
+// non-directory at any level is refused (INVALID_ARGUMENT naming it, or
+// ENOTDIR), and nothing is made below it. Existing directories are fine.
+absl::Status MkdirAllBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
+                             uint32_t mode);
+
+// Binds the directory `relative` strictly beneath `root` ("" for the root
+// itself) at `target` with the per-mount `flags`, from the descriptor the
+// resolution opened (Syscalls::BindBeneath), and checks that the mount at
+// `target` is the directory resolved (device and inode); a mismatch is
+// detached again and answered UNAVAILABLE. A refused component is named
+// (StrictError).
+absl::Status BindDirBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
+                            const std::string& target, unsigned long flags);
 
 // mkdir(2) of the last component (its parent must exist), mode subject to
 // the umask. ALREADY_EXISTS (EEXIST) when something is there already.
@@ -83,9 +102,10 @@ absl::StatusOr<ScopedFd> OpenParentStrictly(Syscalls& sys, const std::string& ro
                                             const std::string& relative, std::string* name);
 
 // The error of a strict resolution of `relative` beneath `root` that failed
-// with `status`: INVALID_ARGUMENT for EXDEV and ELOOP (it would leave the
-// root, follow a symlink or cross a mount), else `status` itself.
-absl::Status StrictError(const absl::Status& status, const std::string& root,
+// with `status`: for EXDEV and ELOOP, INVALID_ARGUMENT (errno kept) naming
+// the first component that is a symlink, another mount or a "..", as far as
+// a second look finds it; else `status` itself.
+absl::Status StrictError(Syscalls& sys, const absl::Status& status, const std::string& root,
                          const std::string& relative);
 
 }  // namespace lustre_csi::volume

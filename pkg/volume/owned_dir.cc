@@ -84,22 +84,14 @@ absl::Status CreateOwnedDir(Syscalls& sys, const std::string& root, const std::s
                             const OwnedDirOptions& options, const DirOwner& owner, bool* made_now) {
   if (made_now != nullptr) *made_now = false;
   RETURN_IF_ERROR(CheckRelative(root, relative));
-  // Walk down, creating missing parents; every step is resolved strictly
-  // beneath the root, so no symlink or mount can redirect the walk. The
-  // directory itself is made, given its owner and mode and marked in one
-  // call, through one descriptor: nothing renamed into the path meanwhile is
-  // changed, and a failure leaves no unmarked directory behind.
+  // The missing parents first (MkdirAllBeneath: each level strictly beneath
+  // the root, so no symlink or mount can redirect the walk). The directory
+  // itself is made, given its owner and mode and marked in one call, through
+  // one descriptor: nothing renamed into the path meanwhile is changed, and a
+  // failure leaves no unmarked directory behind.
   const std::string clean = CleanPath(relative);
-  std::vector<std::string> parts = absl::StrSplit(clean, '/');
-  std::string path;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    path = path.empty() ? parts[i] : absl::StrCat(path, "/", parts[i]);
-    absl::Status made = MkdirBeneath(sys, root, path, 0755);
-    if (absl::IsAlreadyExists(made)) {
-      RETURN_IF_ERROR(CheckDir(sys, root, path));  // not a file, a symlink or a mount
-    } else if (!made.ok()) {
-      return made;
-    }
+  if (size_t slash = clean.rfind('/'); slash != std::string::npos) {
+    RETURN_IF_ERROR(MkdirAllBeneath(sys, root, clean.substr(0, slash), 0755));
   }
   MarkedDirSpec spec;
   spec.mode = options.mode & 07777;

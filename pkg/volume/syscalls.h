@@ -189,17 +189,20 @@ class Syscalls {
     return absl::UnimplementedError("bind mounts with flags in one step are not supported");
   }
 
-  // Binds `relative` beneath the directory `root` at `target`: the source is
-  // resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
-  // RESOLVE_NO_XDEV) and bound from that open file (open_tree(2)), so nothing
-  // swapped into the path after the check can be bound; the per-mount `flags`
-  // (MS_RDONLY, MS_NOSUID, ...) are set, and the copy is made private, before
-  // it is attached (mount_setattr(2), move_mount(2); before Linux 5.12 the
-  // staged bind of the open file's /proc/self/fd path): it joins no
-  // propagation group of its source, and a shared parent still propagates it
-  // as a new mount. INVALID_ARGUMENT when the path would leave `root`;
-  // NOT_FOUND when a component is missing; UNIMPLEMENTED when neither the
-  // kernel's mount API nor a staging directory is there.
+  // Binds `relative` ("" for `root` itself) beneath the directory `root` at
+  // `target`: the source is resolved strictly (Resolution::kStrictlyBeneath:
+  // no symlink, "..", magic link or other mount) and bound from that open
+  // file (open_tree(2)), so nothing swapped into the path after the check
+  // can be bound, and the mount at `target` is checked to be the file opened
+  // (else detached, INTERNAL); the per-mount `flags` (MS_RDONLY, MS_NOSUID,
+  // ...) are set, and the copy is made private, before it is attached
+  // (mount_setattr(2), move_mount(2); before Linux 5.12 the staged bind of
+  // the open file's /proc/self/fd path): it joins no propagation group of its
+  // source, and a shared parent still propagates it as a new mount.
+  // INVALID_ARGUMENT (errno EXDEV or ELOOP) when the resolution refuses the
+  // path; NOT_FOUND when a component is missing; UNIMPLEMENTED when neither
+  // the kernel's mount API nor a staging directory is there. Callers use
+  // BindDirBeneath (beneath.h), which names a refused component.
   virtual absl::Status BindBeneath(const std::string& root, const std::string& relative,
                                    const std::string& target, unsigned long flags) {
     return absl::UnimplementedError("bind mounts from a resolved file are not supported");

@@ -32,6 +32,7 @@ namespace lustre_csi::volume {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 // The kernel: a tmpfs of the test's own, set up with libc.
 class LinuxEnv {
@@ -172,25 +173,52 @@ TYPED_TEST(SyscallsContractTest, StatDoesNotFollowTheLastSymlink) {
   EXPECT_TRUE(S_ISLNK(dangling->mode));
 }
 
-TYPED_TEST(SyscallsContractTest, ResolveBeneathStaysBeneath) {
+TYPED_TEST(SyscallsContractTest, ResolveBeneathFollowsNoSymlink) {
   Syscalls& sys = this->sys();
   this->env_.AddDir("a/b");
   this->env_.AddSymlink("a", "inside");
   this->env_.AddSymlink("../..", "up");
   this->env_.AddSymlink("/etc", "absolute");
+  this->env_.AddSymlink("b", "a/rel");
   absl::StatusOr<std::string> b = ResolveBeneath(sys, this->root(), "a/b");
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(*b, this->At("a/b"));
-  absl::StatusOr<std::string> through = ResolveBeneath(sys, this->root(), "inside/b");
-  ASSERT_TRUE(through.ok()) << through.status();
-  EXPECT_EQ(*through, this->At("a/b")) << "a symlink that stays beneath is followed";
-  for (const char* escape : {"..", "a/../..", "up", "up/x", "absolute", "/a"}) {
-    EXPECT_EQ(ResolveBeneath(sys, this->root(), escape).status().code(),
-              absl::StatusCode::kInvalidArgument)
-        << escape;
+  absl::StatusOr<std::string> root = ResolveBeneath(sys, this->root(), "");
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(*root, this->root());
+  const std::pair<const char*, const char*> refused[] = {{"inside/b", "\"inside\" is a symlink"},
+                                                         {"a/rel", "\"a/rel\" is a symlink"},
+                                                         {"up/x", "\"up\" is a symlink"},
+                                                         {"absolute", "\"absolute\" is a symlink"},
+                                                         {"..", "\"..\" goes up"},
+                                                         {"/a", "not a clean path"}};
+  for (const auto& [path, named] : refused) {
+    absl::StatusOr<std::string> got = ResolveBeneath(sys, this->root(), path);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << path;
+    EXPECT_THAT(got.status().message(), HasSubstr(named)) << path;
   }
   EXPECT_EQ(ResolveBeneath(sys, this->root(), "a/missing").status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(SyscallsContractTest, MkdirAllBeneathMakesEachLevelAndStopsAtASymlink) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("a");
+  this->env_.AddDir("outside");
+  this->env_.AddSymlink("../outside", "a/evil");
+  this->env_.AddFile("a/file", "x");
+  ASSERT_TRUE(MkdirAllBeneath(sys, this->root(), "a/b/c/d", 0755).ok());
+  absl::StatusOr<FileInfo> d = sys.Stat(this->At("a/b/c/d"));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(IsDirectoryMode(d->mode));
+  EXPECT_TRUE(MkdirAllBeneath(sys, this->root(), "a/b/c/d", 0755).ok()) << "existing is fine";
+  absl::Status refused = MkdirAllBeneath(sys, this->root(), "a/evil/new", 0755);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("\"a/evil\" is a symlink"));
+  EXPECT_FALSE(PathExists(sys, this->At("outside/new")).value()) << "nothing made through it";
+  EXPECT_FALSE(MkdirAllBeneath(sys, this->root(), "a/file/x", 0755).ok());
+  EXPECT_EQ(MkdirAllBeneath(sys, this->root(), "../x", 0755).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TYPED_TEST(SyscallsContractTest, StrictBeneathCallsRefuseEverySymlink) {
@@ -353,6 +381,7 @@ TYPED_TEST(SyscallsContractTest, BindBeneathSetsTheFlagsAndStaysBeneath) {
   ASSERT_TRUE(sys.PrepareBinds().ok());
   this->env_.AddDir("vol/data");
   this->env_.AddSymlink("../..", "vol/up");
+  this->env_.AddSymlink("data", "vol/in");
   this->env_.AddDir("target");
   ASSERT_TRUE(sys.BindBeneath(this->root(), "vol/data", this->At("target"), kMsRdonly).ok());
   absl::StatusOr<FsStats> stats = sys.Statfs(this->At("target"));
@@ -361,6 +390,9 @@ TYPED_TEST(SyscallsContractTest, BindBeneathSetsTheFlagsAndStaysBeneath) {
   ASSERT_TRUE(sys.Unmount(this->At("target"), 0).ok());
   EXPECT_EQ(sys.BindBeneath(this->root(), "vol/up", this->At("target"), 0).code(),
             absl::StatusCode::kInvalidArgument);
+  absl::Status inside = BindDirBeneath(sys, this->root(), "vol/in", this->At("target"), 0);
+  EXPECT_EQ(inside.code(), absl::StatusCode::kInvalidArgument) << "not even a link that stays";
+  EXPECT_THAT(inside.message(), HasSubstr("\"vol/in\" is a symlink"));
   EXPECT_EQ(sys.BindBeneath(this->root(), "vol/missing", this->At("target"), 0).code(),
             absl::StatusCode::kNotFound);
   MountChecker checker(&sys);

@@ -216,7 +216,7 @@ absl::Status RemoveTreeBeneath(Syscalls& sys, const std::string& root, const std
   OpenHow how = DirectoryForReading();
   how.resolve = Resolution::kStrictlyBeneath;
   absl::StatusOr<ScopedFd> dir = Open(sys, parent.get(), name, how);
-  if (!dir.ok()) return StrictError(dir.status(), root, relative);
+  if (!dir.ok()) return StrictError(sys, dir.status(), root, relative);
   const std::string what = absl::StrCat(root, "/", relative);
   absl::StatusOr<FileInfo> info = sys.StatAt(dir->get(), "");
   if (!info.ok()) return Annotate(info.status(), what);

@@ -17,58 +17,6 @@
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::volume::os {
-namespace {
-
-// Opens `relative` beneath `root` (O_PATH); on success `*root_fd_out` is the
-// open root, which the caller closes too.
-absl::StatusOr<int> OpenBeneathImpl(const std::string& root, absl::string_view relative,
-                                    bool no_xdev, int* root_fd_out) {
-  if (root.empty()) return absl::InvalidArgumentError("root path is empty");
-  if (root.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError("root path contains a NUL byte");
-  }
-  if (relative.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError("relative path contains a NUL byte");
-  }
-  if (!relative.empty() && relative[0] == '/') {
-    return absl::InvalidArgumentError(absl::StrCat("relative path \"", relative, "\" is absolute"));
-  }
-  int root_fd = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));
-  absl::Cleanup close_root = [root_fd] { close(root_fd); };
-
-  std::string rel = relative.empty() ? std::string(".") : std::string(relative);
-  const uint64_t resolve =
-      RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_xdev ? RESOLVE_NO_XDEV : 0);
-  int fd = -1;
-  int err = 0;
-  // EAGAIN: a rename or mount raced with the walk; the kernel asks us to retry.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    fd = OpenAt2(root_fd, rel.c_str(), O_PATH | O_CLOEXEC, 0, resolve);
-    err = fd < 0 ? errno : 0;
-    if (err != EAGAIN) break;
-  }
-  std::string context = absl::StrCat("resolve \"", relative, "\" beneath ", root);
-  if (fd < 0) {
-    switch (err) {
-      case EXDEV:
-        return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                                  absl::StrCat(context, ": leaves the root"));
-      case ELOOP:
-        return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err,
-                                  absl::StrCat(context, ": symlink loop or magic link"));
-      case ENOSYS:
-        return ErrnoErrorWithCode(absl::StatusCode::kUnimplemented, err, context);
-      default:
-        return ErrnoError(err, context);
-    }
-  }
-  std::move(close_root).Cancel();
-  *root_fd_out = root_fd;
-  return fd;
-}
-
-}  // namespace
 
 int OpenAt2(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
   if (!Kernel().openat2) return WalkBeneath(dir_fd, path, flags, mode, resolve);
@@ -77,14 +25,6 @@ int OpenAt2(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uint64_
   how.mode = mode;
   how.resolve = resolve;
   return static_cast<int>(syscall(SYS_openat2, dir_fd, path, &how, sizeof(how)));
-}
-
-absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
-                                    bool no_xdev) {
-  int root_fd = -1;
-  absl::StatusOr<int> fd = OpenBeneathImpl(root, relative, no_xdev, &root_fd);
-  if (root_fd >= 0) close(root_fd);
-  return fd;
 }
 
 absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what) {

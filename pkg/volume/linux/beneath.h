@@ -36,15 +36,6 @@ inline int OpenStrictlyBeneath(int dir_fd, const char* path, uint64_t flags, uin
   return OpenAt2(dir_fd, path, flags, mode, kResolveStrictlyBeneath);
 }
 
-// `relative` resolved beneath the existing directory `root` with
-// openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): its O_PATH descriptor (the
-// caller closes it). INVALID_ARGUMENT when `relative` is absolute, contains
-// NUL, or a "..", symlink or magic link would leave the root; NOT_FOUND when
-// a component is missing. With `no_xdev` the walk may not cross a mount
-// either.
-absl::StatusOr<int> OpenPathBeneath(const std::string& root, absl::string_view relative,
-                                    bool no_xdev);
-
 // FileInfo from statx(2) of `fd` itself (AT_EMPTY_PATH), or of `name` in the
 // directory `fd` without following a final symlink.
 absl::StatusOr<FileInfo> StatAt(int fd, const char* name, absl::string_view what);

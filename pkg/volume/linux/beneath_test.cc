@@ -99,9 +99,7 @@ INSTANTIATE_TEST_SUITE_P(Paths, ResolveBeneathTest, testing::Bool(),
                          });
 
 TEST_P(ResolveBeneathTest, InsideTheRoot) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"", ""},          {".", ""},        {"a", "/a"},         {"a/b", "/a/b"},
-      {"a/rel", "/a/b"}, {"a/up", "/a/b"}, {"a/b/../b", "/a/b"}};
+  const std::pair<const char*, const char*> cases[] = {{"", ""}, {"a", "/a"}, {"a/b", "/a/b"}};
   for (const auto& [rel, want] : cases) {
     absl::StatusOr<std::string> got = ResolveBeneath(root_, rel);
     ASSERT_TRUE(got.ok()) << rel << ": " << got.status();
@@ -109,8 +107,11 @@ TEST_P(ResolveBeneathTest, InsideTheRoot) {
   }
 }
 
-TEST_P(ResolveBeneathTest, EscapesAreRefused) {
-  for (const char* rel : {"..", "a/../..", "a/out", "abs", "/etc", "loop1", "a/out/x"}) {
+// As a Lustre server resolves a fileset: no symlink at all, not even one
+// that stays inside, and no "..".
+TEST_P(ResolveBeneathTest, EscapesAndEverySymlinkAreRefused) {
+  for (const char* rel : {"..", "a/../..", "a/out", "abs", "/etc", "loop1", "a/out/x", "a/rel",
+                          "a/up", "a/b/../b", "."}) {
     absl::StatusOr<std::string> got = ResolveBeneath(root_, rel);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
         << rel << ": " << (got.ok() ? *got : got.status().ToString());

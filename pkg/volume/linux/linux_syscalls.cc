@@ -96,6 +96,32 @@ absl::Status AttachCopy(int tree, unsigned long flags, bool recursive, bool make
   return absl::OkStatus();
 }
 
+// `relative` ("" for `root` itself) opened (O_PATH) strictly beneath the
+// directory `root`: no symlink, "..", magic link or other mount on the way.
+absl::StatusOr<int> OpenSourceStrictly(const std::string& root, const std::string& relative) {
+  if (root.find('\0') != std::string::npos || relative.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError("path contains a NUL byte");
+  }
+  int root_fd = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return ErrnoError(errno, absl::StrCat("open ", root));
+  absl::Cleanup close_root = [root_fd] { close(root_fd); };
+  const std::string rel = relative.empty() ? "." : relative;
+  int fd = -1;
+  int err = 0;
+  // EAGAIN: a rename or mount raced with the resolution; retry.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    fd = os::OpenStrictlyBeneath(root_fd, rel.c_str(), O_PATH | O_CLOEXEC);
+    err = fd < 0 ? errno : 0;
+    if (err != EAGAIN) break;
+  }
+  if (fd >= 0) return fd;
+  std::string context = absl::StrCat("resolve \"", relative, "\" strictly beneath ", root);
+  if (err == EXDEV || err == ELOOP) {
+    return ErrnoErrorWithCode(absl::StatusCode::kInvalidArgument, err, context);
+  }
+  return ErrnoError(err, context);
+}
+
 class LinuxSyscalls : public Syscalls {
  public:
   explicit LinuxSyscalls(LinuxSyscallsOptions options) {
@@ -135,21 +161,33 @@ class LinuxSyscalls : public Syscalls {
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override {
     if (!os::Kernel().mount_api && staging_ == nullptr) return NoMountApi();
-    absl::StatusOr<int> source = os::OpenPathBeneath(root, relative, /*no_xdev=*/true);
+    absl::StatusOr<int> source = OpenSourceStrictly(root, relative);
     if (!source.ok()) return source.status();
     absl::Cleanup close_source = [fd = *source] { close(fd); };
-    const std::string what = absl::StrCat("bind mount of ", relative, " beneath ", root, " on ",
+    const std::string what = absl::StrCat("bind mount of \"", relative, "\" beneath ", root, " on ",
                                           target, " (flags 0x", absl::Hex(flags), ")");
+    absl::Status bound;
     if (!os::Kernel().mount_api) {
       // The roots bound from are client mounts this driver made with
       // client-wide options only: no per-mount flags of their own to keep,
       // and no statfs to ask a Lustre server for them.
-      return staging_->Bind(absl::StrCat("/proc/self/fd/", *source), target, flags,
-                            /*make_private=*/true, /*keep_source_flags=*/false);
+      bound = staging_->Bind(absl::StrCat("/proc/self/fd/", *source), target, flags,
+                             /*make_private=*/true, /*keep_source_flags=*/false);
+    } else {
+      int tree = open_tree(*source, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+      if (tree < 0) return CallError("open_tree", what);
+      bound = AttachCopy(tree, flags, /*recursive=*/false, /*make_private=*/true, target, what);
     }
-    int tree = open_tree(*source, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-    if (tree < 0) return CallError("open_tree", what);
-    return AttachCopy(tree, flags, /*recursive=*/false, /*make_private=*/true, target, what);
+    if (!bound.ok()) return bound;
+    // The mount at the target is the file opened, or it goes again.
+    absl::StatusOr<FileInfo> opened = os::StatAt(*source, "", what);
+    absl::StatusOr<FileInfo> mounted = os::StatAt(AT_FDCWD, target.c_str(), target);
+    if (opened.ok() && mounted.ok() && opened->dev == mounted->dev && opened->ino == mounted->ino) {
+      return absl::OkStatus();
+    }
+    umount2(target.c_str(), MNT_DETACH);
+    return absl::InternalError(
+        absl::StrCat(what, ": the mount at the target is not the directory opened; detached"));
   }
 
   absl::Status PrepareBinds() override {

@@ -185,10 +185,9 @@ TEST(FakeSyscallsTest, ResolveBeneath) {
   ASSERT_TRUE(sys.AddSymlink("/root/a/in", "b").ok());
   ASSERT_TRUE(sys.AddSymlink("/root/a/out", "../../outside").ok());
   ASSERT_TRUE(sys.AddSymlink("/root/abs", "/outside").ok());
-  EXPECT_EQ(*ResolveBeneath(sys, "/root", "a/in"), "/root/a/b");
+  EXPECT_EQ(*ResolveBeneath(sys, "/root", "a/b"), "/root/a/b");
   EXPECT_EQ(*ResolveBeneath(sys, "/root", ""), "/root");
-  EXPECT_EQ(*ResolveBeneath(sys, "/root", "a/b/.."), "/root/a");
-  for (const char* bad : {"..", "a/out", "abs", "/root"}) {
+  for (const char* bad : {"..", "a/in", "a/out", "abs", "/root", "a/b/.."}) {
     EXPECT_EQ(ResolveBeneath(sys, "/root", bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
   }
