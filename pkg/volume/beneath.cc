@@ -165,20 +165,7 @@ absl::Status MkdirAllBeneath(Syscalls& sys, const std::string& root, const std::
 absl::Status BindDirBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
                             const std::string& target, unsigned long flags) {
   absl::Status bound = sys.BindBeneath(root, relative, target, flags);
-  if (!bound.ok()) return StrictError(sys, bound, root, relative);
-  // What is mounted must be what was resolved: a directory renamed into the
-  // path while the bind was made is let go of again.
-  absl::StatusOr<FileInfo> want =
-      relative.empty() ? sys.Stat(root) : StatBeneath(sys, root, relative);
-  absl::StatusOr<FileInfo> have = sys.Stat(target);
-  if (want.ok() && have.ok() && want->dev == have->dev && want->ino == have->ino) {
-    return absl::OkStatus();
-  }
-  absl::Status undo = sys.Unmount(target, kMntDetach);
-  return absl::UnavailableError(
-      absl::StrCat(root, "/", relative, " changed while it was bound at ", target,
-                   undo.ok() ? "; the bind was taken back"
-                             : absl::StrCat("; taking it back failed: ", undo.message())));
+  return bound.ok() ? bound : StrictError(sys, bound, root, relative);
 }
 
 absl::Status MkdirBeneath(Syscalls& sys, const std::string& root, const std::string& relative,

@@ -46,12 +46,10 @@ absl::StatusOr<std::string> ResolveBeneath(Syscalls& sys, const std::string& roo
 absl::Status MkdirAllBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
                              uint32_t mode);
 
-// Binds the directory `relative` strictly beneath `root` ("" for the root
-// itself) at `target` with the per-mount `flags`, from the descriptor the
-// resolution opened (Syscalls::BindBeneath), and checks that the mount at
-// `target` is the directory resolved (device and inode); a mismatch is
-// detached again and answered UNAVAILABLE. A refused component is named
-// (StrictError).
+// Syscalls::BindBeneath of the directory `relative` strictly beneath `root`
+// ("" for the root itself) at `target` with the per-mount `flags`: bound
+// from the descriptor the resolution opened and checked to be it. A refused
+// component is named (StrictError).
 absl::Status BindDirBeneath(Syscalls& sys, const std::string& root, const std::string& relative,
                             const std::string& target, unsigned long flags);
 

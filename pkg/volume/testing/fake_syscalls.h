@@ -86,9 +86,9 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   void SetAtomicBinds(bool on);
   // OK with SetAtomicBinds(true), else UNIMPLEMENTED.
   absl::Status PrepareBinds() override;
-  // ResolveBeneath (beneath.h) over this fake, then BindMountWithFlags (so
-  // also needs SetAtomicBinds). Unlike the kernel's, the resolution does not
-  // refuse a mount on the way.
+  // ResolveBeneath (beneath.h: strict, no symlink) over this fake, then
+  // BindMountWithFlags of the path it names (so also needs SetAtomicBinds);
+  // nothing renames behind a fake's back, so there is nothing to check after.
   absl::Status BindBeneath(const std::string& root, const std::string& relative,
                            const std::string& target, unsigned long flags) override;
   // Descriptors name what they opened until it is removed (then ENOENT) or
