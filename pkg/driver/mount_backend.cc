@@ -354,7 +354,9 @@ class MockBackend : public MountBackend {
 class LocalBackend : public internal::MountingMode {
  public:
   LocalBackend(volume::Syscalls* sys, std::string local_root)
-      : MountingMode(sys), sys_(sys), root_(std::move(local_root)) {}
+      : MountingMode(sys, internal::BindUnmountOptions()),
+        sys_(sys),
+        root_(std::move(local_root)) {}
 
   absl::string_view Mode() const override { return "local"; }
 

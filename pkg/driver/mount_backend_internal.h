@@ -27,6 +27,17 @@ absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source);
 absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& source,
                                   const absl::Status& status);
 
+// How targets that are binds of a mount others use too are unmounted (shared
+// clients, local mode): never MNT_FORCE, which acts on the whole superblock
+// (Lustre's umount_begin aborts every request of that client, FUSE aborts
+// its connection) and so breaks every other mount of it; a plain unmount
+// that does not return is followed by a detach.
+inline volume::UnmountOptions BindUnmountOptions() {
+  volume::UnmountOptions options;
+  options.force = false;
+  return options;
+}
+
 // The publish and unpublish of every mode that makes mounts (lustre, shared
 // clients, local), written once over the mode's own steps: Mount, the
 // unmount options of its targets, and Release.

@@ -108,6 +108,23 @@ TEST_F(NodeTest, CorruptedMountAtTargetIsRepaired) {
   EXPECT_EQ(Binds().size(), 2u) << "not mounted again";
 }
 
+// A local-mode target is a bind of a directory others bind too: MNT_FORCE
+// would act on the whole superblock (for FUSE or Lustre, every other mount
+// of it), so a busy one is detached.
+TEST_F(NodeTest, UnpublishNeverForcesABind) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b")).ok());
+  ASSERT_TRUE(sys_.SetBusy("/pods/a", true).ok());
+  absl::Status s = logic_->Unpublish("v", "/pods/a");
+  EXPECT_TRUE(s.ok()) << s << " (a busy bind is detached)";
+  ASSERT_FALSE(sys_.UnmountCalls().empty());
+  for (const auto& call : sys_.UnmountCalls()) {
+    EXPECT_EQ(call.flags & MNT_FORCE, 0) << call.target;
+  }
+  EXPECT_EQ(sys_.MountCount(), 1) << "the other bind is untouched";
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/b").ok());
+}
+
 TEST_F(NodeTest, FailedMountLeavesNothing) {
   sys_.FailNext(SyscallOp::kMount, EIO);
   absl::Status status = logic_->Publish(Request("/pods/a"));

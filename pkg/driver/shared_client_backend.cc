@@ -69,19 +69,11 @@ bool SameDevice(const volume::MountEntry& a, const volume::MountEntry& b) {
   return a.major == b.major && a.minor == b.minor;
 }
 
-// Targets are binds of a mount that other targets share: no MNT_FORCE on
-// them, which would abort the shared client.
-volume::UnmountOptions BindUnmountOptions() {
-  volume::UnmountOptions options;
-  options.force = false;
-  return options;
-}
-
 class SharedClientBackend : public internal::MountingMode {
  public:
   SharedClientBackend(volume::Syscalls* sys, std::unique_ptr<MountBackend> clients,
                       SharedClientOptions options, server::MetricsRegistry* metrics)
-      : MountingMode(sys, BindUnmountOptions()),
+      : MountingMode(sys, internal::BindUnmountOptions()),
         sys_(sys),
         clients_(std::move(clients)),
         options_(std::move(options)) {
