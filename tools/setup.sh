@@ -37,6 +37,8 @@ PACKAGES=(
   libboost1.81-dev=1.81.0-5+deb12u1
   nlohmann-json3-dev=3.11.2-2
   openssl=3.0.19-1~deb12u2
+  bindfs=1.14.7-1
+  fuse3=3.14.0-4
 )
 
 # Installed only when the command is missing: a machine image may bring its

@@ -39,6 +39,43 @@ absl::Status Aborted(const std::string& target) {
       absl::StrCat("an operation on target ", target, " is already in progress"));
 }
 
+// Whether `path` holds the volume and its figures: the calls that reach the
+// file system, which may never return.
+absl::StatusOr<VolumeStats> LookAtVolume(MountBackend& backend, volume::Syscalls& sys,
+                                         const std::string& volume_id, const std::string& path) {
+  VolumeStats stats;
+  absl::StatusOr<bool> mounted = backend.IsPublished(path);
+  if (!mounted.ok()) {
+    if (mounted.status().code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
+    }
+    if (volume::IsCorruptedError(mounted.status())) {
+      stats.abnormal = true;
+      stats.message =
+          absl::StrCat("the mount at ", path, " is corrupted: ", mounted.status().message());
+      return stats;
+    }
+    return mounted.status();
+  }
+  if (!*mounted) {
+    return absl::NotFoundError(
+        absl::StrCat("volume ", volume_id, " is not published at ", path, " (not a mount point)"));
+  }
+  absl::StatusOr<volume::VolumeMetrics> metrics =
+      volume::NewStatfsMetrics(&sys, path)->GetMetrics();
+  if (!metrics.ok()) {
+    if (volume::IsCorruptedError(metrics.status())) {
+      stats.abnormal = true;
+      stats.message = absl::StrCat("statfs of ", path, " failed: ", metrics.status().message());
+      return stats;
+    }
+    return metrics.status();
+  }
+  stats.usage = *metrics;
+  stats.message = "volume is healthy";
+  return stats;
+}
+
 }  // namespace
 
 absl::Status ValidateTargetPath(const std::string& path) {
@@ -67,7 +104,9 @@ NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* b
       sys_(sys),
       backend_(backend),
       readiness_(readiness),
-      mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout) {}
+      mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout),
+      stats_calls_(options_.clock != nullptr ? options_.clock : base::RealClock(),
+                   options_.stats_timeout, options_.max_stuck_stats) {}
 
 absl::Status NodeLogic::Publish(const PublishRequest& req) {
   if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;
@@ -214,37 +253,26 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
   } else if (absl::IsNotFound(fd.status())) {
     return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
   }
-  VolumeStats stats;
-  absl::StatusOr<bool> mounted = backend_->IsPublished(path);
-  if (!mounted.ok()) {
-    if (mounted.status().code() == absl::StatusCode::kNotFound) {
-      return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
-    }
-    if (volume::IsCorruptedError(mounted.status())) {
-      stats.abnormal = true;
-      stats.message =
-          absl::StrCat("the mount at ", path, " is corrupted: ", mounted.status().message());
-      return stats;
-    }
-    return mounted.status();
+  // The file system may not answer: looked at on a worker, bounded.
+  MountBackend* backend = backend_;
+  volume::Syscalls* sys = sys_;
+  absl::StatusOr<VolumeStats> looked = stats_calls_.Call(path, [backend, sys, volume_id, path] {
+    return LookAtVolume(*backend, *sys, volume_id, path);
+  });
+  if (absl::IsDeadlineExceeded(looked.status())) {
+    VolumeStats stats;
+    stats.abnormal = true;
+    stats.message = absl::StrCat("the file system at ", path, " is not responding (",
+                                 looked.status().message(), ")");
+    return stats;
   }
-  if (!*mounted) {
-    return absl::NotFoundError(
-        absl::StrCat("volume ", volume_id, " is not published at ", path, " (not a mount point)"));
+  if (absl::IsUnavailable(looked.status())) {
+    return absl::UnavailableError(
+        absl::StrCat("volume ", volume_id, " at ", path,
+                     ": too many file systems are not responding to look at another one now (",
+                     looked.status().message(), ")"));
   }
-  absl::StatusOr<volume::VolumeMetrics> metrics =
-      volume::NewStatfsMetrics(sys_, path)->GetMetrics();
-  if (!metrics.ok()) {
-    if (volume::IsCorruptedError(metrics.status())) {
-      stats.abnormal = true;
-      stats.message = absl::StrCat("statfs of ", path, " failed: ", metrics.status().message());
-      return stats;
-    }
-    return metrics.status();
-  }
-  stats.usage = *metrics;
-  stats.message = "volume is healthy";
-  return stats;
+  return looked;
 }
 
 }  // namespace lustre_csi::driver

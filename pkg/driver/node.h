@@ -21,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "pkg/base/bounded_calls.h"
+#include "pkg/base/clock.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/mount_slots.h"
 #include "pkg/driver/readiness.h"
@@ -37,6 +39,14 @@ struct NodeOptions {
   int max_concurrent_mounts = 8;
   // How long a publish waits for a free mount slot.
   absl::Duration mount_slot_timeout = absl::Minutes(2);
+  // How long NodeGetVolumeStats waits for the file system (a mount-point
+  // check and a statfs) before it reports the volume abnormal, and how many
+  // targets may have such a look in flight, not returned, at once.
+  absl::Duration stats_timeout = absl::Seconds(5);
+  int max_stuck_stats = 8;
+  // Tells the time of a look that has not returned (borrowed; null: the
+  // real clock).
+  base::Clock* clock = nullptr;
 };
 
 struct PublishRequest {
@@ -82,10 +92,15 @@ class NodeLogic {
 
   // Usage from statfs. INVALID_ARGUMENT for a path over 4096 bytes or with a
   // NUL. NOT_FOUND where the volume is not published: a path that does not
-  // exist, is not absolute and clean (never looked at), or,
-  // where this node makes mounts, is not a mount point. A corrupted mount
-  // (ENOTCONN, ESTALE, EIO) is reported as an abnormal volume condition, not
-  // as an error.
+  // exist, is not absolute and clean (never looked at), names something
+  // through a symlink, or, where this node makes mounts, is not a mount
+  // point. A corrupted mount (ENOTCONN, ESTALE, EIO) is reported as an
+  // abnormal volume condition, not as an error; so is a file system that
+  // does not answer within `stats_timeout` ("not responding since ..."),
+  // without figures. The look at the file system runs on a worker: at most
+  // one per target is in flight (a retry joins it, and once its bound is
+  // past answers at once), at most `max_stuck_stats` targets at once (then
+  // UNAVAILABLE at once).
   absl::StatusOr<VolumeStats> Stats(const std::string& volume_id, const std::string& path);
 
   const NodeOptions& options() const { return options_; }
@@ -104,6 +119,7 @@ class NodeLogic {
   absl::Mutex groups_mu_;
   std::map<std::string, std::optional<uint32_t>> published_groups_ ABSL_GUARDED_BY(groups_mu_);
   MountSlots mount_slots_;
+  base::BoundedCalls<VolumeStats> stats_calls_;
 };
 
 // Checks an absolute, NUL-free, normalised target path of bounded length.

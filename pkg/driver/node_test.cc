@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/base/wait_until.h"
 #include "pkg/driver/services.h"
 #include "pkg/volume/safe_path.h"
 #include "pkg/volume/testing/fake_syscalls.h"
@@ -402,6 +403,41 @@ TEST_F(NodeTest, StatsFollowNoSymlinkBelowATarget) {
   ASSERT_TRUE(sys_.AddSymlink("/pods/link", "/pods/a").ok());
   EXPECT_EQ(logic_->Stats("v", "/pods/link").status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(logic_->Stats("v", "/pods/a").ok());
+}
+
+// A file system that stops answering: stats say so within the bound, a
+// retry joins the look in flight instead of starting another, other
+// volumes answer meanwhile, and once it answers the figures come back.
+TEST_F(NodeTest, StatsOfAFileSystemThatDoesNotAnswerAreAbnormalAndBounded) {
+  NodeOptions options;
+  options.stats_timeout = absl::Milliseconds(50);
+  options.max_stuck_stats = 1;
+  MakeLogic(options);
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b")).ok());
+  sys_.HangNext(SyscallOp::kStatfs);
+  absl::StatusOr<VolumeStats> stuck = logic_->Stats("v", "/pods/a");
+  ASSERT_TRUE(stuck.ok()) << stuck.status();
+  EXPECT_TRUE(stuck->abnormal);
+  EXPECT_FALSE(stuck->usage.has_value()) << "figures reported for a file system that is silent";
+  EXPECT_THAT(stuck->message, HasSubstr("not responding"));
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<VolumeStats> again = logic_->Stats("v", "/pods/a");
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(again->abnormal);
+  }
+  EXPECT_TRUE(sys_.AwaitHung(SyscallOp::kStatfs, 1, absl::Seconds(10)));
+  // Past the one look allowed in flight, another volume is UNAVAILABLE at
+  // once rather than one more thread.
+  EXPECT_EQ(logic_->Stats("v", "/pods/b").status().code(), absl::StatusCode::kUnavailable);
+  sys_.Release(SyscallOp::kStatfs);
+  ASSERT_TRUE(base::WaitUntil([&] {
+    absl::StatusOr<VolumeStats> back = logic_->Stats("v", "/pods/a");
+    return back.ok() && !back->abnormal && back->usage.has_value();
+  }));
+  absl::StatusOr<VolumeStats> b = logic_->Stats("v", "/pods/b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_FALSE(b->abnormal);
 }
 
 TEST_F(NodeTest, StatsWhereTheVolumeIsNotPublishedIsNotFound) {

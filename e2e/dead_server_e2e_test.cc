@@ -1,0 +1,248 @@
+// A file system whose server stops answering, against the real binary in
+// each mount mode. The file system "lustrefs" is a FUSE mount (bindfs, with
+// attribute and entry caching off, so every stat reaches its daemon) that
+// the test freezes (SIGSTOP of the daemon: every call into it then waits)
+// and thaws; "otherfs" beside it stays healthy. The stand-in mount.lustre
+// serves both. What is checked: NodeGetVolumeStats of a frozen volume
+// answers within seconds with an abnormal volume condition and no figures,
+// retries add no threads, the other file system is unaffected, SIGTERM ends
+// the node with a look still stuck, and everything recovers after the thaw.
+// A negative control freezes the driver itself and shows the checks see
+// that. Also run as on older kernels (e2e/older-kernel).
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "e2e/e2e_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/csi.grpc.pb.h"
+
+namespace lustre_csi::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kStandin[] = "/run/lustre-standin";
+constexpr char kServers[] = "/run/lustre-standin/servers";
+
+// The node's threads now (/proc/<pid>/status).
+int Threads(pid_t pid) {
+  for (absl::string_view line :
+       absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+    if (absl::ConsumePrefix(&line, "Threads:")) {
+      int n = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &n)) return n;
+    }
+  }
+  return -1;
+}
+
+class DeadServerE2eTest : public testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() {
+    // A private /run for the stand-in's state, in this process's own mount
+    // namespace.
+    run_is_private_ = mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") == 0;
+    ASSERT_TRUE(run_is_private_) << strerror(errno);
+    ASSERT_TRUE(PretendLustreModuleLoaded(scratch_.path()).ok());
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(run_is_private_);
+    for (const std::string& d :
+         {std::string(kServers) + "/lustrefs", std::string(kServers) + "/otherfs",
+          tmp_.Join("a-data/vol"), tmp_.Join("pods"), tmp_.Join("work")}) {
+      std::filesystem::create_directories(d);
+    }
+    ASSERT_EQ(mount("10.0.0.4@tcp:/otherfs", (std::string(kServers) + "/otherfs").c_str(), "tmpfs",
+                    0, "mode=0755"),
+              0);
+    std::filesystem::create_directories(std::string(kServers) + "/otherfs/vol");
+    // The file system that will stop answering.
+    daemon_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{"/usr/bin/bindfs", "-f", "-o",
+                                 "attr_timeout=0,entry_timeout=0,negative_timeout=0",
+                                 tmp_.Join("a-data"), std::string(kServers) + "/lustrefs"},
+        tmp_.Join("bindfs.log"));
+    ASSERT_TRUE(WaitUntil([&] { return !MountsAt(std::string(kServers) + "/lustrefs").empty(); },
+                          absl::Seconds(20)))
+        << ReadFile(tmp_.Join("bindfs.log"));
+
+    std::vector<std::string> argv = {BinaryPath(), "node", "--nodeid=n1",
+                                     "--endpoint=unix://" + tmp_.Join("node.sock")};
+    if (GetParam() == "local") {
+      argv.insert(argv.end(), {"--mount-mode=local", "--local-root=" + std::string(kServers)});
+    } else {
+      argv.insert(argv.end(),
+                  {"--mount-mode=lustre", "--mount-helper=" + Runfile("e2e/standin-mount-lustre"),
+                   "--mount-namespace=current", "--lustre-client=" + GetParam(),
+                   "--working-mount-dir=" + tmp_.Join("work")});
+    }
+    node_ = std::make_unique<Subprocess>(argv, tmp_.Join("node.log"));
+    ASSERT_TRUE(WaitForSocket(tmp_.Join("node.sock"), absl::Seconds(20)).ok()) << Log();
+    stub_ = csi::v1::Node::NewStub(UnixChannel(tmp_.Join("node.sock")));
+  }
+
+  void TearDown() override {
+    Thaw();
+    if (node_ != nullptr && node_->running()) {
+      for (const char* t : {"pods/a", "pods/b"}) Unpublish(tmp_.Join(t)).IgnoreError();
+    }
+    node_.reset();
+    for (const std::string& m : MountsUnder(tmp_.Join("work/clients"))) {
+      umount2(m.c_str(), MNT_DETACH);  // idle shared clients (see tenant_e2e_test)
+    }
+    EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty());
+    umount2((std::string(kServers) + "/lustrefs").c_str(), MNT_DETACH);
+    umount2((std::string(kServers) + "/otherfs").c_str(), MNT_DETACH);
+    daemon_.reset();
+    std::filesystem::remove_all(kStandin);
+  }
+
+  void Freeze() {
+    daemon_->Signal(SIGSTOP);
+    frozen_ = true;
+  }
+  void Thaw() {
+    if (frozen_) daemon_->Signal(SIGCONT);
+    frozen_ = false;
+  }
+  std::string Log() { return ReadFile(tmp_.Join("node.log")); }
+
+  static std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+    return ctx;
+  }
+
+  grpc::Status Publish(const std::string& fs, const std::string& target) {
+    csi::v1::NodePublishVolumeRequest req =
+        MakePublishRequest("pv-" + fs, target, LustreContext("vol", fs));
+    csi::v1::NodePublishVolumeResponse res;
+    return stub_->NodePublishVolume(Context(absl::Seconds(60)).get(), req, &res);
+  }
+
+  absl::Status Unpublish(const std::string& target) {
+    csi::v1::NodeUnpublishVolumeRequest req;
+    req.set_volume_id("pv");
+    req.set_target_path(target);
+    csi::v1::NodeUnpublishVolumeResponse res;
+    grpc::Status s = stub_->NodeUnpublishVolume(Context(absl::Seconds(60)).get(), req, &res);
+    return s.ok() ? absl::OkStatus() : absl::InternalError(s.error_message());
+  }
+
+  // Stats as the kubelet asks for them, with the deadline a test allows.
+  grpc::Status Stats(const std::string& target, csi::v1::NodeGetVolumeStatsResponse* res,
+                     absl::Duration deadline = absl::Seconds(20)) {
+    csi::v1::NodeGetVolumeStatsRequest req;
+    req.set_volume_id("pv");
+    req.set_volume_path(target);
+    return stub_->NodeGetVolumeStats(Context(deadline).get(), req, res);
+  }
+
+  static inline TempDir scratch_;  // holds the /proc/filesystems stand-in
+  static inline bool run_is_private_ = false;
+  TempDir tmp_;
+  std::unique_ptr<Subprocess> daemon_;
+  bool frozen_ = false;
+  std::unique_ptr<Subprocess> node_;
+  std::unique_ptr<csi::v1::Node::Stub> stub_;
+};
+
+TEST_P(DeadServerE2eTest, StatsOfAFrozenFileSystemAnswerAbnormalAndBounded) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+  ASSERT_TRUE(Publish("otherfs", tmp_.Join("pods/b")).ok()) << Log();
+  csi::v1::NodeGetVolumeStatsResponse res;
+  ASSERT_TRUE(Stats(tmp_.Join("pods/a"), &res).ok());
+  EXPECT_FALSE(res.volume_condition().abnormal());
+
+  Freeze();
+  const int threads_before = Threads(node_->pid());
+  // The kubelet's retries: each answers, abnormal, without figures.
+  for (int i = 0; i < 20; ++i) {
+    csi::v1::NodeGetVolumeStatsResponse stuck;
+    grpc::Status s = Stats(tmp_.Join("pods/a"), &stuck);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.error_code() << " " << s.error_message() << Log();
+    EXPECT_TRUE(stuck.volume_condition().abnormal()) << i;
+    EXPECT_THAT(stuck.volume_condition().message(), HasSubstr("not responding")) << i;
+    EXPECT_EQ(stuck.usage_size(), 0) << i << ": figures of a silent file system";
+  }
+  // One look stuck, not one per call.
+  EXPECT_LE(Threads(node_->pid()), threads_before + 2);
+  // The other file system answers meanwhile.
+  csi::v1::NodeGetVolumeStatsResponse other;
+  ASSERT_TRUE(Stats(tmp_.Join("pods/b"), &other).ok());
+  EXPECT_FALSE(other.volume_condition().abnormal()) << other.volume_condition().message();
+  EXPECT_GT(other.usage_size(), 0);
+
+  Thaw();
+  EXPECT_TRUE(WaitUntil([&] {
+    csi::v1::NodeGetVolumeStatsResponse back;
+    return Stats(tmp_.Join("pods/a"), &back).ok() && !back.volume_condition().abnormal() &&
+           back.usage_size() > 0;
+  })) << Log();
+}
+
+TEST_P(DeadServerE2eTest, SigtermEndsTheNodeWithALookStuck) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+  Freeze();
+  csi::v1::NodeGetVolumeStatsResponse stuck;
+  ASSERT_TRUE(Stats(tmp_.Join("pods/a"), &stuck).ok());
+  EXPECT_TRUE(stuck.volume_condition().abnormal());
+  node_->Signal(SIGTERM);
+  EXPECT_NE(node_->Wait(absl::Seconds(20)), -1) << "the node did not exit" << Log();
+  // A new node picks the target up once the file system answers again.
+  Thaw();
+  node_.reset();
+  std::vector<std::string> argv = {BinaryPath(), "node", "--nodeid=n1",
+                                   "--endpoint=unix://" + tmp_.Join("node2.sock")};
+  if (GetParam() == "local") {
+    argv.insert(argv.end(), {"--mount-mode=local", "--local-root=" + std::string(kServers)});
+  } else {
+    argv.insert(argv.end(),
+                {"--mount-mode=lustre", "--mount-helper=" + Runfile("e2e/standin-mount-lustre"),
+                 "--mount-namespace=current", "--lustre-client=" + GetParam(),
+                 "--working-mount-dir=" + tmp_.Join("work")});
+  }
+  node_ = std::make_unique<Subprocess>(argv, tmp_.Join("node2.log"));
+  ASSERT_TRUE(WaitForSocket(tmp_.Join("node2.sock"), absl::Seconds(20)).ok());
+  stub_ = csi::v1::Node::NewStub(UnixChannel(tmp_.Join("node2.sock")));
+  csi::v1::NodeGetVolumeStatsResponse back;
+  ASSERT_TRUE(Stats(tmp_.Join("pods/a"), &back).ok());
+  EXPECT_FALSE(back.volume_condition().abnormal());
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/a")).ok());
+}
+
+// The negative control: a driver that is itself frozen does not answer, and
+// the deadline the checks above allow sees it.
+TEST_P(DeadServerE2eTest, AFrozenDriverIsSeen) {
+  ASSERT_TRUE(Publish("otherfs", tmp_.Join("pods/b")).ok()) << Log();
+  node_->Signal(SIGSTOP);
+  csi::v1::NodeGetVolumeStatsResponse res;
+  grpc::Status s = Stats(tmp_.Join("pods/b"), &res, absl::Seconds(3));
+  node_->Signal(SIGCONT);
+  EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, DeadServerE2eTest, testing::Values("local", "shared", "per-volume"),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace lustre_csi::e2e

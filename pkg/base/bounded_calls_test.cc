@@ -1,0 +1,95 @@
+#include "pkg/base/bounded_calls.h"
+
+#include <atomic>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "pkg/base/fake_clock.h"
+#include "pkg/base/wait_until.h"
+
+namespace lustre_csi::base {
+namespace {
+
+class BoundedCallsTest : public testing::Test {
+ protected:
+  // A call that returns `value` once `release` is notified.
+  std::function<absl::StatusOr<int>()> Blocking(int value) {
+    return [this, value]() -> absl::StatusOr<int> {
+      started_.fetch_add(1);
+      release_.WaitForNotification();
+      return value;
+    };
+  }
+
+  FakeClock clock_;
+  WorkerPool pool_;
+  absl::Notification release_;
+  std::atomic<int> started_{0};
+};
+
+TEST_F(BoundedCallsTest, AReturningCallAnswersItsResult) {
+  BoundedCalls<int> calls(&clock_, absl::Seconds(30), 4, &pool_);
+  absl::StatusOr<int> got = calls.Call("a", [] { return absl::StatusOr<int>(7); });
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, 7);
+  EXPECT_TRUE(WaitUntil([&] { return calls.InFlight() == 0; }));
+  absl::StatusOr<int> failed =
+      calls.Call("a", [] { return absl::StatusOr<int>(absl::NotFoundError("gone")); });
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kNotFound);
+}
+
+// A stuck call answers DEADLINE_EXCEEDED after its bound; callers that come
+// later join it (no second call, no second thread) and, once its bound is
+// past, answer at once; when it returns, the next caller starts afresh.
+TEST_F(BoundedCallsTest, AStuckCallIsJoinedNotRepeated) {
+  BoundedCalls<int> calls(&clock_, absl::Milliseconds(20), 4, &pool_);
+  absl::StatusOr<int> first = calls.Call("a", Blocking(1));
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(first.status().message().find("has not returned since"), std::string::npos)
+      << first.status();
+  clock_.Advance(absl::Seconds(5));
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<int> again = calls.Call("a", Blocking(2));
+    EXPECT_EQ(again.status().code(), absl::StatusCode::kDeadlineExceeded);
+  }
+  EXPECT_EQ(started_.load(), 1) << "a retry started a second call";
+  ASSERT_TRUE(calls.StuckSince("a").has_value());
+  EXPECT_EQ(*calls.StuckSince("a"), clock_.Now() - absl::Seconds(5));
+  release_.Notify();
+  EXPECT_TRUE(WaitUntil([&] { return calls.InFlight() == 0; }));
+  absl::StatusOr<int> fresh = calls.Call("a", [] { return absl::StatusOr<int>(3); });
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(*fresh, 3);
+}
+
+// Other keys go on while one is stuck; past `max_in_flight` stuck keys, a
+// new key is UNAVAILABLE at once, and the threads held stay that many.
+TEST_F(BoundedCallsTest, StuckKeysAreBounded) {
+  BoundedCalls<int> calls(&clock_, absl::Milliseconds(10), 2, &pool_);
+  EXPECT_EQ(calls.Call("a", Blocking(1)).status().code(), absl::StatusCode::kDeadlineExceeded);
+  absl::StatusOr<int> b = calls.Call("b", [] { return absl::StatusOr<int>(5); });
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(calls.Call("c", Blocking(1)).status().code(), absl::StatusCode::kDeadlineExceeded);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(calls.Call("d" + std::to_string(i), Blocking(1)).status().code(),
+              absl::StatusCode::kUnavailable);
+  }
+  EXPECT_EQ(started_.load(), 2);
+  EXPECT_LE(pool_.threads_alive(), 3);
+  release_.Notify();
+  EXPECT_TRUE(WaitUntil([&] { return calls.InFlight() == 0; }));
+}
+
+// The object may go while a call is stuck; the call ends on its worker.
+TEST_F(BoundedCallsTest, DestroyedWhileACallIsStuck) {
+  {
+    BoundedCalls<int> calls(&clock_, absl::Milliseconds(5), 2, &pool_);
+    EXPECT_FALSE(calls.Call("a", Blocking(1)).ok());
+  }
+  release_.Notify();
+  EXPECT_TRUE(WaitUntil([&] { return pool_.threads_idle() == pool_.threads_alive(); }));
+}
+
+}  // namespace
+}  // namespace lustre_csi::base
