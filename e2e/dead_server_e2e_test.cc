@@ -111,9 +111,25 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
     std::filesystem::remove_all(kStandin);
   }
 
+  // SIGSTOP reaches each thread of the daemon in its own time: frozen once
+  // every one of them shows as stopped.
   void Freeze() {
     daemon_->Signal(SIGSTOP);
     frozen_ = true;
+    const std::string tasks = absl::StrCat("/proc/", daemon_->pid(), "/task");
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          std::error_code ec;
+          for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+            std::string stat = ReadFile(task.path().string() + "/stat");
+            size_t close = stat.rfind(')');
+            if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') {
+              return false;
+            }
+          }
+          return !ec;
+        },
+        absl::Seconds(10)));
   }
   void Thaw() {
     if (frozen_) daemon_->Signal(SIGCONT);
