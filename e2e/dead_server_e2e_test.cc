@@ -242,6 +242,32 @@ TEST_P(DeadServerE2eTest, SigtermEndsTheNodeWithALookStuck) {
   EXPECT_TRUE(Unpublish(tmp_.Join("pods/a")).ok());
 }
 
+// The kubelet gives up on a pod whose file system died: its unpublish must
+// come back within the CO's timeout (2 minutes), the bind detached, never
+// forced, and the other targets of the file system must not be hurt by it.
+TEST_P(DeadServerE2eTest, UnpublishOfAFrozenTargetIsBounded) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/c")).ok()) << Log();
+  Freeze();
+  csi::v1::NodeUnpublishVolumeRequest req;
+  req.set_volume_id("pv");
+  req.set_target_path(tmp_.Join("pods/a"));
+  csi::v1::NodeUnpublishVolumeResponse res;
+  const absl::Time start = absl::Now();
+  grpc::Status s = stub_->NodeUnpublishVolume(Context(absl::Seconds(110)).get(), req, &res);
+  RecordProperty("unpublish_ms", absl::ToInt64Milliseconds(absl::Now() - start));
+  // Today: the look at the target is given up after the plain unmount's
+  // timeout (10 s for a bind, 30 s for a per-volume client) and the mount
+  // detached.
+  EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message() << Log();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(60));
+  EXPECT_TRUE(MountsAt(tmp_.Join("pods/a")).empty());
+  EXPECT_FALSE(MountsAt(tmp_.Join("pods/c")).empty()) << "another target of the file system went";
+  Thaw();
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/a")).ok());
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/c")).ok());
+}
+
 // The negative control: a driver that is itself frozen does not answer, and
 // the deadline the checks above allow sees it.
 TEST_P(DeadServerE2eTest, AFrozenDriverIsSeen) {

@@ -31,10 +31,14 @@ absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& sour
 // clients, local mode): never MNT_FORCE, which acts on the whole superblock
 // (Lustre's umount_begin aborts every request of that client, FUSE aborts
 // its connection) and so breaks every other mount of it; a plain unmount
-// that does not return is followed by a detach.
+// (or the look at the target before it) that does not return within 10 s
+// is followed by a detach. A bind has no data of its own to flush, so 10 s
+// is ample where its file system answers, and where it does not the
+// unpublish answers well within the CO's 2 minutes.
 inline volume::UnmountOptions BindUnmountOptions() {
   volume::UnmountOptions options;
   options.force = false;
+  options.plain_timeout = absl::Seconds(10);
   return options;
 }
 
