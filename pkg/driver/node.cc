@@ -43,6 +43,23 @@ absl::Status Aborted(const std::string& target) {
 // file system, which may never return.
 absl::StatusOr<VolumeStats> LookAtVolume(MountBackend& backend, volume::Syscalls& sys,
                                          const std::string& volume_id, const std::string& path) {
+  // The path must name a target itself, with no symlink on the way: below a
+  // target everything is the tenant's, and a link there would lead to the
+  // figures of whatever it names.
+  OpenHow how;
+  how.nofollow = true;
+  absl::StatusOr<volume::ScopedFd> fd = volume::Open(sys, volume::kAtCwd, path, how);
+  if (fd.ok()) {
+    absl::StatusOr<std::string> named = sys.PathOf(fd->get());
+    if (!named.ok()) return named.status();
+    if (*named != path) {
+      return absl::NotFoundError(absl::StrCat("volume ", volume_id, " is not published at ", path,
+                                              ": it names ", *named,
+                                              " through a symlink, which is never followed"));
+    }
+  } else if (absl::IsNotFound(fd.status())) {
+    return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
+  }
   VolumeStats stats;
   absl::StatusOr<bool> mounted = backend.IsPublished(path);
   if (!mounted.ok()) {
@@ -235,23 +252,6 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
   if (absl::Status s = ValidateTargetPath(path); !s.ok()) {
     return absl::NotFoundError(absl::StrCat("volume ", volume_id, " is not published at '",
                                             absl::CHexEscape(path), "': ", s.message()));
-  }
-  // The path must name a target itself, with no symlink on the way: below a
-  // target everything is the tenant's, and a link there would lead to the
-  // figures of whatever it names.
-  OpenHow how;
-  how.nofollow = true;
-  absl::StatusOr<volume::ScopedFd> fd = volume::Open(*sys_, volume::kAtCwd, path, how);
-  if (fd.ok()) {
-    absl::StatusOr<std::string> named = sys_->PathOf(fd->get());
-    if (!named.ok()) return named.status();
-    if (*named != path) {
-      return absl::NotFoundError(absl::StrCat("volume ", volume_id, " is not published at ", path,
-                                              ": it names ", *named,
-                                              " through a symlink, which is never followed"));
-    }
-  } else if (absl::IsNotFound(fd.status())) {
-    return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
   }
   // The file system may not answer: looked at on a worker, bounded.
   MountBackend* backend = backend_;
