@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "e2e/e2e_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -86,10 +87,13 @@ TEST_F(MountFaultTest, HungMountTimesOutReleasesItsTargetAndOthersProceed) {
   grpc::Status hung;
   std::thread slow([&] { hung = Publish(tmp_.Join("pods/slow")); });
   // While it hangs (the mount program has been called), the same target is
-  // busy.
+  // busy: another operation on it is ABORTED (a retry of the same publish
+  // would join it; see below).
   ASSERT_TRUE(WaitUntil(
       [&] { return absl::StrContains(ReadFile(tmp_.Join("calls")), tmp_.Join("pods/slow")); }));
-  EXPECT_EQ(Publish(tmp_.Join("pods/slow")).error_code(), grpc::ABORTED);
+  EXPECT_EQ(Unpublish(tmp_.Join("pods/slow")).error_code(), grpc::ABORTED);
+  grpc::Status retried;
+  std::thread retry([&] { retried = Publish(tmp_.Join("pods/slow")); });
   // The hung mount holds a worker, not the server: the fixed-answer calls and
   // stats of another path still answer, well inside the mount's 1 s bound
   // (a server blocked by the mount would miss these deadlines).
@@ -110,7 +114,16 @@ TEST_F(MountFaultTest, HungMountTimesOutReleasesItsTargetAndOthersProceed) {
   csi::v1::NodeGetVolumeStatsResponse stats;
   EXPECT_EQ(stub_->NodeGetVolumeStats(&stats_ctx, stats_req, &stats).error_code(), grpc::NOT_FOUND);
   slow.join();
+  retry.join();
   EXPECT_EQ(hung.error_code(), grpc::DEADLINE_EXCEEDED) << hung.error_message();
+  // The retry joined the hung publish and got its outcome; it mounted nothing
+  // of its own.
+  EXPECT_EQ(retried.error_code(), grpc::DEADLINE_EXCEEDED) << retried.error_message();
+  int slow_calls = 0;
+  for (absl::string_view line : absl::StrSplit(ReadFile(tmp_.Join("calls")), '\n')) {
+    slow_calls += absl::StrContains(line, tmp_.Join("pods/slow"));
+  }
+  EXPECT_EQ(slow_calls, 1) << ReadFile(tmp_.Join("calls"));
   EXPECT_NE(access(tmp_.Join("pods/slow").c_str(), F_OK), 0) << "target left behind";
 
   unlink(tmp_.Join("hang").c_str());

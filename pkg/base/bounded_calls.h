@@ -72,11 +72,10 @@ class BoundedCalls {
       std::shared_ptr<State> state = state_;
       absl::Status run = pool_->Run([state, flight, key, fn = std::move(fn)] {
         absl::StatusOr<T> result = fn();
-        {
-          absl::MutexLock lock(&flight->mu);
-          flight->result = std::move(result);
-        }
+        // Out of the table first: whoever sees the result may start anew.
         state->Forget(key, flight);
+        absl::MutexLock lock(&flight->mu);
+        flight->result = std::move(result);
       });
       if (!run.ok()) {
         state_->Forget(key, flight);

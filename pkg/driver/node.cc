@@ -123,21 +123,32 @@ NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* b
       readiness_(readiness),
       mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout),
       stats_calls_(options_.clock != nullptr ? options_.clock : base::RealClock(),
-                   options_.stats_timeout, options_.max_stuck_stats) {}
+                   options_.stats_timeout, options_.max_stuck_stats),
+      retries_(options_.clock != nullptr ? options_.clock : base::RealClock(),
+               options_.retry_wait) {}
 
 absl::Status NodeLogic::Publish(const PublishRequest& req) {
   if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;
-  ScopedVolumeLock lock(&target_locks_, req.target_path);
-  if (!lock.ok()) return Aborted(req.target_path);
-  absl::Status status = PublishLocked(req);
-  if (status.ok()) {
-    LOG(INFO) << "published volume " << req.volume_id << " at " << req.target_path
-              << (req.read_only ? " (read-only)" : "");
-  } else {
-    LOG(WARNING) << "publish of volume " << req.volume_id << " at " << req.target_path
-                 << " failed: " << status;
-  }
-  return status;
+  // A retry of this very publish while it runs joins it.
+  std::string key =
+      absl::StrCat("publish\n", req.target_path, "\n", req.volume_id, "\n", req.read_only, "\n",
+                   absl::StrJoin(req.mount_flags, ","), "\n",
+                   req.volume_mount_group.has_value() ? absl::StrCat(*req.volume_mount_group)
+                                                      : std::string("-"));
+  for (const auto& [k, v] : req.volume_context) absl::StrAppend(&key, "\n", k, "=", v);
+  return retries_.Run(key, [&] {
+    ScopedVolumeLock lock(&target_locks_, req.target_path);
+    if (!lock.ok()) return Aborted(req.target_path);
+    absl::Status status = PublishLocked(req);
+    if (status.ok()) {
+      LOG(INFO) << "published volume " << req.volume_id << " at " << req.target_path
+                << (req.read_only ? " (read-only)" : "");
+    } else {
+      LOG(WARNING) << "publish of volume " << req.volume_id << " at " << req.target_path
+                   << " failed: " << status;
+    }
+    return status;
+  });
 }
 
 absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
@@ -225,20 +236,23 @@ std::optional<std::optional<uint32_t>> NodeLogic::PublishedGroup(const std::stri
 
 absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::string& target_path) {
   if (absl::Status s = ValidateTargetPath(target_path); !s.ok()) return s;
-  ScopedVolumeLock lock(&target_locks_, target_path);
-  if (!lock.ok()) return Aborted(target_path);
-  absl::Status status = backend_->Unpublish(target_path);
-  if (status.ok()) {
-    absl::MutexLock groups(&groups_mu_);
-    published_groups_.erase(target_path);
-  }
-  if (status.ok()) {
-    LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
-  } else {
-    LOG(WARNING) << "unpublish of volume " << volume_id << " from " << target_path
-                 << " failed: " << status;
-  }
-  return status;
+  // A retry while the unpublish of the target runs joins it.
+  return retries_.Run(absl::StrCat("unpublish\n", target_path), [&] {
+    ScopedVolumeLock lock(&target_locks_, target_path);
+    if (!lock.ok()) return Aborted(target_path);
+    absl::Status status = backend_->Unpublish(target_path);
+    if (status.ok()) {
+      absl::MutexLock groups(&groups_mu_);
+      published_groups_.erase(target_path);
+    }
+    if (status.ok()) {
+      LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
+    } else {
+      LOG(WARNING) << "unpublish of volume " << volume_id << " from " << target_path
+                   << " failed: " << status;
+    }
+    return status;
+  });
 }
 
 absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,

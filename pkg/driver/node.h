@@ -3,10 +3,11 @@
 // (NodeService in services.h) checks the protocol-level fields and converts to and from
 // these structs.
 //
-// Thread-safe. Operations on one target path are exclusive: a second one
-// while the first runs is ABORTED at once; different targets never wait on
-// each other. Mounts that really reach the network are bounded by
-// `max_concurrent_mounts` and a mount that hangs fails with
+// Thread-safe. Operations on one target path are exclusive: another one
+// while the first runs is ABORTED at once, but a retry of the very same
+// publish or unpublish joins it (its outcome, or UNAVAILABLE while it runs
+// past `retry_wait`); different targets never wait on each other. Mounts that really reach the
+// network are bounded by `max_concurrent_mounts` and a mount that hangs fails with
 // DEADLINE_EXCEEDED after `mount_timeout`, releasing its target.
 #ifndef LUSTRE_CSI_PKG_DRIVER_NODE_H_
 #define LUSTRE_CSI_PKG_DRIVER_NODE_H_
@@ -23,6 +24,7 @@
 #include "absl/time/time.h"
 #include "pkg/base/bounded_calls.h"
 #include "pkg/base/clock.h"
+#include "pkg/base/joined_calls.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/mount_slots.h"
 #include "pkg/driver/readiness.h"
@@ -44,8 +46,12 @@ struct NodeOptions {
   // targets may have such a look in flight, not returned, at once.
   absl::Duration stats_timeout = absl::Seconds(5);
   int max_stuck_stats = 8;
-  // Tells the time of a look that has not returned (borrowed; null: the
-  // real clock).
+  // How long a retry of a publish or an unpublish that is still running
+  // (the same request for the same target) waits for it, counted from when
+  // it started, before it answers UNAVAILABLE: below the CO's own 2 minutes.
+  absl::Duration retry_wait = absl::Seconds(100);
+  // Tells the time of a look or a call that has not returned (borrowed;
+  // null: the real clock).
   base::Clock* clock = nullptr;
 };
 
@@ -120,6 +126,7 @@ class NodeLogic {
   std::map<std::string, std::optional<uint32_t>> published_groups_ ABSL_GUARDED_BY(groups_mu_);
   MountSlots mount_slots_;
   base::BoundedCalls<VolumeStats> stats_calls_;
+  base::JoinedCalls retries_;
 };
 
 // Checks an absolute, NUL-free, normalised target path of bounded length.

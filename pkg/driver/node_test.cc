@@ -182,18 +182,48 @@ TEST_F(NodeTest, MissingSubDirBelowASymlinkIsNotCreated) {
   EXPECT_EQ(sys_.MountCount(), 0);
 }
 
-TEST_F(NodeTest, SameTargetInFlightIsAbortedOtherTargetsProceed) {
+// Another operation on a target while one runs is ABORTED; a retry of the
+// very same publish joins it (here past its wait: UNAVAILABLE at once,
+// never ABORTED because of the call it repeats); other targets go on.
+TEST_F(NodeTest, SameTargetInFlightIsAbortedOrJoinedOtherTargetsProceed) {
+  NodeOptions options;
+  options.retry_wait = absl::Milliseconds(50);
+  MakeLogic(options);
   sys_.HangNext(SyscallOp::kMount);
   absl::Status first;
   std::thread publisher([&] { first = logic_->Publish(Request("/pods/a")); });
   ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kMount, 1, absl::Seconds(10)));
-  EXPECT_EQ(logic_->Publish(Request("/pods/a")).code(), absl::StatusCode::kAborted);
+  absl::Status retry = logic_->Publish(Request("/pods/a"));
+  EXPECT_EQ(retry.code(), absl::StatusCode::kUnavailable) << retry;
+  EXPECT_THAT(retry.message(), HasSubstr("still in progress"));
+  EXPECT_EQ(logic_->Publish(Request("/pods/a", true)).code(), absl::StatusCode::kAborted)
+      << "another publish of the target";
   EXPECT_EQ(logic_->Unpublish("v", "/pods/a").code(), absl::StatusCode::kAborted);
   EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok()) << "another target had to wait";
+  int binds_at_a = 0;
+  for (const auto& call : Binds()) binds_at_a += call.target == "/pods/a";
+  EXPECT_EQ(binds_at_a, 1) << "the retry mounted again";
   sys_.Release(SyscallOp::kMount);
   publisher.join();
   EXPECT_TRUE(first.ok()) << first;
   EXPECT_TRUE(logic_->Publish(Request("/pods/a")).ok()) << "lock not released";
+}
+
+// A retry within the wait gets the outcome of the call it repeats.
+TEST_F(NodeTest, ARetryOfAnUnpublishInFlightGetsItsOutcome) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  sys_.HangNext(SyscallOp::kUnmount);
+  absl::Status first, retry;
+  std::thread unpublisher([&] { first = logic_->Unpublish("v", "/pods/a"); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kUnmount, 1, absl::Seconds(10)));
+  std::thread retrier([&] { retry = logic_->Unpublish("v", "/pods/a"); });
+  absl::SleepFor(absl::Milliseconds(20));  // let the retry join; it answers only after
+  sys_.Release(SyscallOp::kUnmount);
+  unpublisher.join();
+  retrier.join();
+  EXPECT_TRUE(first.ok()) << first;
+  EXPECT_TRUE(retry.ok()) << retry;
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
 }
 
 TEST_F(NodeTest, MountSlotsBoundConcurrentMounts) {
