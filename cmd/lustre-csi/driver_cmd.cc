@@ -75,7 +75,10 @@ DEFINE_int32(readiness_interval_seconds, 15,
              "lustre and local mode: how often readiness (mount helper, kernel module) is "
              "checked again");
 DEFINE_int32(max_concurrent_mounts, 8, "Lustre mounts in flight at once");
-DEFINE_int32(mount_timeout_seconds, 120, "a mount that takes longer is killed and fails");
+DEFINE_int32(mount_timeout_seconds, 90,
+             "a mount that takes longer is killed and fails; keep it below the CO's own call "
+             "timeout (the kubelet's and Nomad's: 2 minutes), so a publish answers before its "
+             "caller gives up");
 DEFINE_int64(max_volumes_per_node, 0, "reported by NodeGetInfo; 0 means no limit");
 DEFINE_string(topology, "",
               "node topology for NodeGetInfo, as key=value[,key=value] (a comma inside a value: "
