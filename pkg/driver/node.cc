@@ -122,10 +122,9 @@ NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* b
       backend_(backend),
       readiness_(readiness),
       mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout),
-      stats_calls_(options_.clock != nullptr ? options_.clock : base::RealClock(),
-                   options_.stats_timeout, options_.max_stuck_stats),
-      retries_(options_.clock != nullptr ? options_.clock : base::RealClock(),
-               options_.retry_wait) {}
+      clock_(options_.clock != nullptr ? options_.clock : base::RealClock()),
+      stats_calls_(clock_, options_.stats_timeout, options_.max_stuck_stats),
+      retries_(clock_, options_.retry_wait) {}
 
 absl::Status NodeLogic::Publish(const PublishRequest& req) {
   if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;

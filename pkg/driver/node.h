@@ -125,6 +125,7 @@ class NodeLogic {
   absl::Mutex groups_mu_;
   std::map<std::string, std::optional<uint32_t>> published_groups_ ABSL_GUARDED_BY(groups_mu_);
   MountSlots mount_slots_;
+  base::Clock* const clock_;  // options_.clock, or the real one
   base::BoundedCalls<VolumeStats> stats_calls_;
   base::JoinedCalls retries_;
 };
