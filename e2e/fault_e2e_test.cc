@@ -86,14 +86,18 @@ TEST_F(MountFaultTest, HungMountTimesOutReleasesItsTargetAndOthersProceed) {
   ASSERT_TRUE(WriteFile(tmp_.Join("hang"), "").ok());
   grpc::Status hung;
   std::thread slow([&] { hung = Publish(tmp_.Join("pods/slow")); });
-  // While it hangs (the mount program has been called), the same target is
-  // busy: another operation on it is ABORTED (a retry of the same publish
-  // would join it; see below).
+  // While it hangs (the mount program has been called), a retry of the same
+  // publish joins it, and an unpublish of the target (the CO gave up on the
+  // publish) abandons it and waits for it to return, never ABORTED.
   ASSERT_TRUE(WaitUntil(
       [&] { return absl::StrContains(ReadFile(tmp_.Join("calls")), tmp_.Join("pods/slow")); }));
-  EXPECT_EQ(Unpublish(tmp_.Join("pods/slow")).error_code(), grpc::ABORTED);
   grpc::Status retried;
   std::thread retry([&] { retried = Publish(tmp_.Join("pods/slow")); });
+  grpc::Status unpublished;
+  std::thread unpublish([&] {
+    absl::SleepFor(absl::Milliseconds(100));  // after the retry has joined
+    unpublished = Unpublish(tmp_.Join("pods/slow"));
+  });
   // The hung mount holds a worker, not the server: the fixed-answer calls and
   // stats of another path still answer, well inside the mount's 1 s bound
   // (a server blocked by the mount would miss these deadlines).
@@ -115,6 +119,8 @@ TEST_F(MountFaultTest, HungMountTimesOutReleasesItsTargetAndOthersProceed) {
   EXPECT_EQ(stub_->NodeGetVolumeStats(&stats_ctx, stats_req, &stats).error_code(), grpc::NOT_FOUND);
   slow.join();
   retry.join();
+  unpublish.join();
+  EXPECT_TRUE(unpublished.ok()) << unpublished.error_code() << " " << unpublished.error_message();
   EXPECT_EQ(hung.error_code(), grpc::DEADLINE_EXCEEDED) << hung.error_message();
   // The retry joined the hung publish and got its outcome; it mounted nothing
   // of its own.

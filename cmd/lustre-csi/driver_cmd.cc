@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "cmd/lustre-csi/common_flags.h"
 #include "cmd/lustre-csi/kernel_report.h"
@@ -75,6 +77,12 @@ DEFINE_int32(readiness_interval_seconds, 15,
              "lustre and local mode: how often readiness (mount helper, kernel module) is "
              "checked again");
 DEFINE_int32(max_concurrent_mounts, 8, "Lustre mounts in flight at once");
+DEFINE_int32(call_timeout_seconds, 100,
+             "no NodePublishVolume or NodeUnpublishVolume call waits longer than this, whatever "
+             "the file system does: what has not returned by then goes on in the background, "
+             "holding its target, and the call (and every retry of it) answers UNAVAILABLE "
+             "saying it is still in progress; keep it below the CO's own call timeout (the "
+             "kubelet's and Nomad's: 2 minutes). Stats answer within 5 s");
 DEFINE_int32(mount_timeout_seconds, 90,
              "a mount that takes longer is killed and fails; keep it below the CO's own call "
              "timeout (the kubelet's and Nomad's: 2 minutes), so a publish answers before its "
@@ -137,6 +145,8 @@ struct Serving {
   std::unique_ptr<UnixGrpcServer> csi;
   std::string registration_socket;
   std::unique_ptr<HttpServer> http;
+  // The node's logic, when this process serves one.
+  driver::NodeLogic* node = nullptr;
 };
 
 int Fail(cli::Streams streams, const std::string& role, const absl::Status& status) {
@@ -156,8 +166,28 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
     serving.csi->CloseSocket(serving.registration_socket);
   }
   serving.csi->SetServing(false);
+  // Calls still waiting for a publish, an unpublish or a stats look when the
+  // grace period ends stop waiting, so their handlers return and the server
+  // can stop; what they waited for may be stuck in a file system for good.
+  absl::Notification stopped;
+  std::thread stop_waiting([&] {
+    if (!stopped.WaitForNotificationWithTimeout(grace) && serving.node != nullptr) {
+      serving.node->StopWaiting();
+    }
+  });
   serving.csi->Shutdown(grace);
+  stopped.Notify();
+  stop_waiting.join();
   if (serving.http) serving.http->Stop();
+  int stuck = serving.node != nullptr ? serving.node->WorkInFlight() : 0;
+  if (stuck > 0) {
+    // They use the node's objects until they return, which may be never:
+    // end the process without destroying anything (and without waiting).
+    LOG(WARNING) << role << ": stopped, leaving " << stuck
+                 << " publish(es), unpublish(es) or stats look(s) that have not returned";
+    google::FlushLogFiles(google::GLOG_INFO);
+    std::_Exit(cli::kExitOk);
+  }
   LOG(INFO) << role << ": stopped";
   return cli::kExitOk;
 }
@@ -178,11 +208,11 @@ absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
         absl::StrCat("lustre-csi ", role, ": --mount-mode=local needs --local-root"));
   }
   if (FLAGS_max_concurrent_mounts < 1 || FLAGS_mount_timeout_seconds < 1 ||
-      FLAGS_readiness_interval_seconds < 1) {
+      FLAGS_readiness_interval_seconds < 1 || FLAGS_call_timeout_seconds < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("lustre-csi ", role,
-                     ": --max-concurrent-mounts, --mount-timeout-seconds and "
-                     "--readiness-interval-seconds must be at least 1"));
+                     ": --max-concurrent-mounts, --mount-timeout-seconds, --call-timeout-seconds "
+                     "and --readiness-interval-seconds must be at least 1"));
   }
   if (FLAGS_mount_namespace.empty() ||
       (FLAGS_mount_namespace != "current" && FLAGS_mount_namespace[0] != '/')) {
@@ -343,6 +373,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     options.topology = *topology;
     options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
     options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
+    options.retry_wait = absl::Seconds(FLAGS_call_timeout_seconds);
     node_logic = std::make_unique<driver::NodeLogic>(options, mounting->view(), backend, readiness);
     node = std::make_unique<driver::NodeService>(node_logic.get(), &metrics);
     node->AddRoutes(routes);
@@ -363,6 +394,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
 
   std::unique_ptr<driver::RegistrationService> registration;  // outlives the server
   Serving serving;
+  serving.node = node_logic.get();
   std::vector<std::string> sockets = {*socket};
   if (roles.node && !FLAGS_plugin_registration_dir.empty()) {
     std::string kubelet_path =
@@ -456,8 +488,8 @@ std::vector<std::string> NodeFlags() {
   for (const char* f :
        {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "mount_namespace",
         "mount_helper", "working_mount_dir", "lustre_client", "lustre_client_dir",
-        "max_concurrent_mounts", "mount_timeout_seconds", "readiness_interval_seconds",
-        "max_volumes_per_node", "topology", "plugin_registration_dir", "kubelet_registration_path",
+        "max_concurrent_mounts", "mount_timeout_seconds", "call_timeout_seconds",
+        "readiness_interval_seconds", "max_volumes_per_node", "topology", "plugin_registration_dir", "kubelet_registration_path",
         "remove_not_ready_taint", "kube_service_account_dir"}) {
     flags.push_back(f);
   }

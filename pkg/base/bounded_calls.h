@@ -12,9 +12,13 @@
 // Call for its key starts afresh. At most `max_in_flight` keys may have a
 // call in flight: a Call for another key then answers UNAVAILABLE at once.
 //
+// StopWaiting() (a process that ends) makes every caller waiting now
+// answer UNAVAILABLE at once, and every later Call too.
+//
 // Thread-safe. The object may be destroyed while calls are in flight: they
 // finish on their workers and their results are dropped. What `fn` borrows
-// must outlive it.
+// must outlive it. T must not be a Status: StatusOr<Status> takes a Status
+// for its error.
 #ifndef LUSTRE_CSI_PKG_BASE_BOUNDED_CALLS_H_
 #define LUSTRE_CSI_PKG_BASE_BOUNDED_CALLS_H_
 
@@ -53,6 +57,7 @@ class BoundedCalls {
     bool start = false;
     {
       absl::MutexLock lock(&state_->mu);
+      if (state_->stopped) return Stopped(key);
       auto it = state_->flights.find(key);
       if (it != state_->flights.end()) {
         flight = it->second;
@@ -89,13 +94,24 @@ class BoundedCalls {
       wait = age >= bound_ ? absl::ZeroDuration() : bound_ - age;
     }
     absl::MutexLock lock(&flight->mu);
-    if (!flight->mu.AwaitWithTimeout(absl::Condition(&HasResult, &flight->result), wait)) {
+    if (!flight->mu.AwaitWithTimeout(absl::Condition(&Answered, flight.get()), wait)) {
       return absl::DeadlineExceededError(
           absl::StrCat(key, ": the call has not returned since ",
                        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", flight->started, absl::UTCTimeZone()),
                        " (", absl::FormatDuration(clock_->Now() - flight->started), ")"));
     }
+    if (!flight->result.has_value()) return Stopped(key);
     return *flight->result;
+  }
+
+  // Ends every wait now and refuses every later call.
+  void StopWaiting() {
+    absl::MutexLock lock(&state_->mu);
+    state_->stopped = true;
+    for (auto& [key, flight] : state_->flights) {
+      absl::MutexLock flight_lock(&flight->mu);
+      flight->stop = true;
+    }
   }
 
   // When the call in flight for `key` started, if one is.
@@ -113,15 +129,21 @@ class BoundedCalls {
   }
 
  private:
-  static bool HasResult(std::optional<absl::StatusOr<T>>* result) { return result->has_value(); }
-
   struct Flight {
     absl::Time started;
     absl::Mutex mu;
     std::optional<absl::StatusOr<T>> result ABSL_GUARDED_BY(mu);
+    bool stop ABSL_GUARDED_BY(mu) = false;
   };
+  static bool Answered(Flight* flight) ABSL_EXCLUSIVE_LOCKS_REQUIRED(flight->mu) {
+    return flight->result.has_value() || flight->stop;
+  }
+  static absl::Status Stopped(const std::string& key) {
+    return absl::UnavailableError(absl::StrCat(key, ": no longer waited for (shutting down)"));
+  }
   struct State {
     absl::Mutex mu;
+    bool stopped ABSL_GUARDED_BY(mu) = false;
     std::map<std::string, std::shared_ptr<Flight>> flights ABSL_GUARDED_BY(mu);
     void Forget(const std::string& key, const std::shared_ptr<Flight>& flight) {
       absl::MutexLock lock(&mu);

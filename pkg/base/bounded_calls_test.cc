@@ -81,6 +81,26 @@ TEST_F(BoundedCallsTest, StuckKeysAreBounded) {
   EXPECT_TRUE(WaitUntil([&] { return calls.InFlight() == 0; }));
 }
 
+// A process that ends stops waiting: a caller waiting now answers at once,
+// and so does every later one, without starting anything.
+TEST_F(BoundedCallsTest, StopWaitingEndsEveryWait) {
+  BoundedCalls<int> calls(&clock_, absl::Seconds(60), 4, &pool_);
+  absl::StatusOr<int> waited;
+  std::thread caller([&] { waited = calls.Call("a", Blocking(1)); });
+  ASSERT_TRUE(WaitUntil([&] { return started_.load() == 1; }));
+  absl::SleepFor(absl::Milliseconds(20));  // let the caller wait
+  const absl::Time stop = absl::Now();
+  calls.StopWaiting();
+  caller.join();
+  EXPECT_LT(absl::Now() - stop, absl::Seconds(10));
+  EXPECT_EQ(waited.status().code(), absl::StatusCode::kUnavailable) << waited.status();
+  EXPECT_NE(waited.status().message().find("shutting down"), std::string::npos);
+  EXPECT_EQ(calls.Call("b", Blocking(2)).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(started_.load(), 1) << "a call started after StopWaiting";
+  release_.Notify();
+  EXPECT_TRUE(WaitUntil([&] { return calls.InFlight() == 0; }));
+}
+
 // The object may go while a call is stuck; the call ends on its worker.
 TEST_F(BoundedCallsTest, DestroyedWhileACallIsStuck) {
   {

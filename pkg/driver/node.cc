@@ -124,7 +124,40 @@ NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* b
       mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout),
       clock_(options_.clock != nullptr ? options_.clock : base::RealClock()),
       stats_calls_(clock_, options_.stats_timeout, options_.max_stuck_stats),
-      retries_(clock_, options_.retry_wait) {}
+      // Stacks as large as the gRPC handlers' (a publish walks fsGroup trees).
+      workers_(/*max_idle=*/4, absl::Seconds(30), /*stack_bytes=*/1 << 20),
+      calls_(clock_, options_.retry_wait, options_.max_calls_in_flight, &workers_) {}
+
+absl::Status NodeLogic::RunBounded(const std::string& key, const std::string& target,
+                                   std::function<absl::Status()> work) {
+  absl::StatusOr<Outcome> done = calls_.Call(
+      key, [work = std::move(work)]() -> absl::StatusOr<Outcome> { return Outcome{work()}; });
+  if (done.ok()) return done->status;
+  if (absl::IsDeadlineExceeded(done.status())) {
+    return absl::UnavailableError(absl::StrCat(InProgress(target), "; retry later"));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("too many publishes and unpublishes are in progress to start one at ", target,
+                   " (", done.status().message(), ")"));
+}
+
+std::string NodeLogic::InProgress(const std::string& target) {
+  absl::MutexLock lock(&targets_mu_);
+  auto it = targets_.find(target);
+  if (it == targets_.end()) {
+    return absl::StrCat("the call for ", target, " is still in progress");
+  }
+  std::string since =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", it->second.started, absl::UTCTimeZone());
+  std::string age = absl::FormatDuration(clock_->Now() - it->second.started);
+  if (it->second.abandoned) {
+    return absl::StrCat("a publish at ", target, " is still in progress since ", since, " (", age,
+                        "); an unpublish abandoned it and waits for it to return, and what it "
+                        "mounts is undone then");
+  }
+  return absl::StrCat("the ", it->second.publish ? "publish" : "unpublish", " at ", target,
+                      " is still in progress since ", since, " (", age, ")");
+}
 
 absl::Status NodeLogic::Publish(const PublishRequest& req) {
   if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;
@@ -135,19 +168,35 @@ absl::Status NodeLogic::Publish(const PublishRequest& req) {
                    req.volume_mount_group.has_value() ? absl::StrCat(*req.volume_mount_group)
                                                       : std::string("-"));
   for (const auto& [k, v] : req.volume_context) absl::StrAppend(&key, "\n", k, "=", v);
-  return retries_.Run(key, [&] {
-    ScopedVolumeLock lock(&target_locks_, req.target_path);
-    if (!lock.ok()) return Aborted(req.target_path);
-    absl::Status status = PublishLocked(req);
-    if (status.ok()) {
-      LOG(INFO) << "published volume " << req.volume_id << " at " << req.target_path
-                << (req.read_only ? " (read-only)" : "");
-    } else {
-      LOG(WARNING) << "publish of volume " << req.volume_id << " at " << req.target_path
-                   << " failed: " << status;
+  return RunBounded(key, req.target_path, [this, req] { return PublishWork(req); });
+}
+
+absl::Status NodeLogic::PublishWork(const PublishRequest& req) {
+  if (!ClaimForPublish(req.target_path)) return Aborted(req.target_path);
+  absl::Status status = PublishLocked(req);
+  if (status.ok() && Abandoned(req.target_path)) {
+    // The CO gave up on this publish and unpublished: nothing may stay.
+    absl::Status undone = backend_->Unpublish(req.target_path);
+    {
+      absl::MutexLock groups(&groups_mu_);
+      published_groups_.erase(req.target_path);
     }
-    return status;
-  });
+    LOG(WARNING) << "publish of volume " << req.volume_id << " at " << req.target_path
+                 << " returned after an unpublish of the target abandoned it; undoing it: "
+                 << undone;
+    status = absl::AbortedError(absl::StrCat(
+        "the publish at ", req.target_path,
+        " was abandoned by an unpublish of the target while it ran; what it mounted is undone"));
+  }
+  ReleaseTarget(req.target_path);
+  if (status.ok()) {
+    LOG(INFO) << "published volume " << req.volume_id << " at " << req.target_path
+              << (req.read_only ? " (read-only)" : "");
+  } else {
+    LOG(WARNING) << "publish of volume " << req.volume_id << " at " << req.target_path
+                 << " failed: " << status;
+  }
+  return status;
 }
 
 absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
@@ -236,22 +285,73 @@ std::optional<std::optional<uint32_t>> NodeLogic::PublishedGroup(const std::stri
 absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::string& target_path) {
   if (absl::Status s = ValidateTargetPath(target_path); !s.ok()) return s;
   // A retry while the unpublish of the target runs joins it.
-  return retries_.Run(absl::StrCat("unpublish\n", target_path), [&] {
-    ScopedVolumeLock lock(&target_locks_, target_path);
-    if (!lock.ok()) return Aborted(target_path);
-    absl::Status status = backend_->Unpublish(target_path);
-    if (status.ok()) {
-      absl::MutexLock groups(&groups_mu_);
-      published_groups_.erase(target_path);
+  return RunBounded(
+      absl::StrCat("unpublish\n", target_path), target_path,
+      [this, volume_id, target_path] { return UnpublishWork(volume_id, target_path); });
+}
+
+absl::Status NodeLogic::UnpublishWork(const std::string& volume_id,
+                                      const std::string& target_path) {
+  if (absl::Status s = ClaimForUnpublish(target_path); !s.ok()) return s;
+  absl::Status status = backend_->Unpublish(target_path);
+  if (status.ok()) {
+    absl::MutexLock groups(&groups_mu_);
+    published_groups_.erase(target_path);
+  }
+  ReleaseTarget(target_path);
+  if (status.ok()) {
+    LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
+  } else {
+    LOG(WARNING) << "unpublish of volume " << volume_id << " from " << target_path
+                 << " failed: " << status;
+  }
+  return status;
+}
+
+void NodeLogic::StopWaiting() {
+  calls_.StopWaiting();
+  stats_calls_.StopWaiting();
+}
+
+int NodeLogic::WorkInFlight() { return calls_.InFlight() + stats_calls_.InFlight(); }
+
+bool NodeLogic::ClaimForPublish(const std::string& target) {
+  absl::MutexLock lock(&targets_mu_);
+  auto [it, inserted] = targets_.try_emplace(target);
+  if (!inserted) return false;
+  it->second.publish = true;
+  it->second.started = clock_->Now();
+  return true;
+}
+
+absl::Status NodeLogic::ClaimForUnpublish(const std::string& target) {
+  absl::MutexLock lock(&targets_mu_);
+  while (true) {
+    auto it = targets_.find(target);
+    if (it == targets_.end()) break;
+    if (!it->second.publish) return Aborted(target);
+    if (!it->second.abandoned) {
+      it->second.abandoned = true;
+      LOG(WARNING) << "unpublish of " << target << " abandons the publish in progress there since "
+                   << absl::FormatTime(it->second.started) << " and waits for it to return";
     }
-    if (status.ok()) {
-      LOG(INFO) << "unpublished volume " << volume_id << " from " << target_path;
-    } else {
-      LOG(WARNING) << "unpublish of volume " << volume_id << " from " << target_path
-                   << " failed: " << status;
-    }
-    return status;
-  });
+    targets_cv_.Wait(&targets_mu_);
+  }
+  TargetWork& work = targets_[target];
+  work.started = clock_->Now();
+  return absl::OkStatus();
+}
+
+bool NodeLogic::Abandoned(const std::string& target) {
+  absl::MutexLock lock(&targets_mu_);
+  auto it = targets_.find(target);
+  return it != targets_.end() && it->second.abandoned;
+}
+
+void NodeLogic::ReleaseTarget(const std::string& target) {
+  absl::MutexLock lock(&targets_mu_);
+  targets_.erase(target);
+  targets_cv_.SignalAll();
 }
 
 absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,

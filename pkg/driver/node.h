@@ -3,16 +3,22 @@
 // (NodeService in services.h) checks the protocol-level fields and converts to and from
 // these structs.
 //
-// Thread-safe. Operations on one target path are exclusive: another one
-// while the first runs is ABORTED at once, but a retry of the very same
-// publish or unpublish joins it (its outcome, or UNAVAILABLE while it runs
-// past `retry_wait`); different targets never wait on each other. Mounts that really reach the
+// Thread-safe. A publish or an unpublish runs on a worker of its own, and
+// its caller waits for it at most `retry_wait` from when it started, then
+// answers UNAVAILABLE saying what is still in progress: no call waits past
+// that, whatever the file system does, and what goes on in the background
+// goes on holding its target. Operations on one target path are exclusive:
+// another one while the first runs is ABORTED at once, but a retry of the
+// very same publish or unpublish joins it (its outcome, or UNAVAILABLE), and
+// an unpublish that meets a publish abandons it (see Unpublish); different
+// targets never wait on each other. Mounts that really reach the
 // network are bounded by `max_concurrent_mounts` and a mount that hangs fails with
 // DEADLINE_EXCEEDED after `mount_timeout`, releasing its target.
 #ifndef LUSTRE_CSI_PKG_DRIVER_NODE_H_
 #define LUSTRE_CSI_PKG_DRIVER_NODE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,11 +30,10 @@
 #include "absl/time/time.h"
 #include "pkg/base/bounded_calls.h"
 #include "pkg/base/clock.h"
-#include "pkg/base/joined_calls.h"
+#include "pkg/base/worker_pool.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/mount_slots.h"
 #include "pkg/driver/readiness.h"
-#include "pkg/driver/volume_locks.h"
 #include "pkg/volume/metrics.h"
 #include "pkg/volume/syscalls.h"
 
@@ -46,10 +51,13 @@ struct NodeOptions {
   // targets may have such a look in flight, not returned, at once.
   absl::Duration stats_timeout = absl::Seconds(5);
   int max_stuck_stats = 8;
-  // How long a retry of a publish or an unpublish that is still running
-  // (the same request for the same target) waits for it, counted from when
+  // How long a publish or an unpublish, and a retry of one still running
+  // (the same request for the same target), waits for it, counted from when
   // it started, before it answers UNAVAILABLE: below the CO's own 2 minutes.
   absl::Duration retry_wait = absl::Seconds(100);
+  // Publishes and unpublishes (targets) in progress at once, stuck ones
+  // included; beyond that a call answers UNAVAILABLE at once.
+  int max_calls_in_flight = 1024;
   // Tells the time of a look or a call that has not returned (borrowed;
   // null: the real clock).
   base::Clock* clock = nullptr;
@@ -94,6 +102,10 @@ class NodeLogic {
 
   // Unmounts everything on `target_path` (escalating when needed) and removes
   // the directory; never deletes anything below it. A missing target is OK.
+  // A publish of the target still in progress (a CO that gave up on it
+  // unpublishes) is abandoned: it undoes what it mounted when it returns and
+  // answers ABORTED; the unpublish waits for it to return and then proceeds
+  // (its caller meanwhile gets UNAVAILABLE, never ABORTED).
   absl::Status Unpublish(const std::string& volume_id, const std::string& target_path);
 
   // Usage from statfs. INVALID_ARGUMENT for a path over 4096 bytes or with a
@@ -109,17 +121,51 @@ class NodeLogic {
   // UNAVAILABLE at once).
   absl::StatusOr<VolumeStats> Stats(const std::string& volume_id, const std::string& path);
 
+  // For a process that ends: every call waiting for a publish, an unpublish
+  // or a look at a file system answers UNAVAILABLE now, and so does every
+  // later one; what runs goes on in the background.
+  void StopWaiting();
+  // Publishes, unpublishes and looks at file systems that have not returned
+  // (they use this object, its backend and its syscalls until they do).
+  int WorkInFlight();
+
   const NodeOptions& options() const { return options_; }
   MountBackend* backend() const { return backend_; }
 
  private:
+  absl::Status PublishWork(const PublishRequest& req);
   absl::Status PublishLocked(const PublishRequest& req);
+  absl::Status UnpublishWork(const std::string& volume_id, const std::string& target_path);
+  // Runs `work` for `target` on a worker, joined by the same `key`, waiting
+  // for it as long as `retry_wait` from its start.
+  absl::Status RunBounded(const std::string& key, const std::string& target,
+                          std::function<absl::Status()> work);
+  // What runs on `target` and since when, for a caller that stops waiting.
+  std::string InProgress(const std::string& target);
+
+  // What runs on a target now: one publish or unpublish at a time.
+  struct TargetWork {
+    bool publish = false;
+    absl::Time started;
+    // An unpublish arrived while this publish ran: it undoes what it made.
+    bool abandoned = false;
+  };
+  // Claims `target` for a publish; false when something runs on it.
+  bool ClaimForPublish(const std::string& target);
+  // Claims `target` for an unpublish, abandoning a publish that holds it and
+  // waiting for it to return. ABORTED when an unpublish holds it.
+  absl::Status ClaimForUnpublish(const std::string& target);
+  // Whether the publish holding `target` was abandoned.
+  bool Abandoned(const std::string& target);
+  void ReleaseTarget(const std::string& target);
 
   const NodeOptions options_;
   volume::Syscalls* const sys_;
   MountBackend* const backend_;
   ReadinessMonitor* const readiness_;
-  VolumeLocks target_locks_;
+  absl::Mutex targets_mu_;
+  std::map<std::string, TargetWork> targets_ ABSL_GUARDED_BY(targets_mu_);
+  absl::CondVar targets_cv_;  // signalled when a target is released
   // The volume_mount_group each target was published with, by this process.
   std::optional<std::optional<uint32_t>> PublishedGroup(const std::string& target);
   absl::Mutex groups_mu_;
@@ -127,7 +173,13 @@ class NodeLogic {
   MountSlots mount_slots_;
   base::Clock* const clock_;  // options_.clock, or the real one
   base::BoundedCalls<VolumeStats> stats_calls_;
-  base::JoinedCalls retries_;
+  base::WorkerPool workers_;  // runs publishes and unpublishes
+  // The outcome of a publish or an unpublish, told apart from the calls' own
+  // errors (its bound passed).
+  struct Outcome {
+    absl::Status status;
+  };
+  base::BoundedCalls<Outcome> calls_;
 };
 
 // Checks an absolute, NUL-free, normalised target path of bounded length.

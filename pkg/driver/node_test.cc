@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "pkg/base/wait_until.h"
 #include "pkg/driver/services.h"
+#include "pkg/volume/mount_table.h"
 #include "pkg/volume/safe_path.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 
@@ -193,20 +194,80 @@ TEST_F(NodeTest, SameTargetInFlightIsAbortedOrJoinedOtherTargetsProceed) {
   absl::Status first;
   std::thread publisher([&] { first = logic_->Publish(Request("/pods/a")); });
   ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kMount, 1, absl::Seconds(10)));
+  publisher.join();
+  // The call itself answers within its bound; the mount goes on.
+  EXPECT_EQ(first.code(), absl::StatusCode::kUnavailable) << first;
+  EXPECT_THAT(first.message(), HasSubstr("publish at /pods/a is still in progress since"));
   absl::Status retry = logic_->Publish(Request("/pods/a"));
   EXPECT_EQ(retry.code(), absl::StatusCode::kUnavailable) << retry;
   EXPECT_THAT(retry.message(), HasSubstr("still in progress"));
   EXPECT_EQ(logic_->Publish(Request("/pods/a", true)).code(), absl::StatusCode::kAborted)
       << "another publish of the target";
-  EXPECT_EQ(logic_->Unpublish("v", "/pods/a").code(), absl::StatusCode::kAborted);
   EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok()) << "another target had to wait";
   int binds_at_a = 0;
   for (const auto& call : Binds()) binds_at_a += call.target == "/pods/a";
   EXPECT_EQ(binds_at_a, 1) << "the retry mounted again";
   sys_.Release(SyscallOp::kMount);
+  // Once the mount returns, the target is published and free again.
+  EXPECT_TRUE(base::WaitUntil([&] { return logic_->Publish(Request("/pods/a")).ok(); }))
+      << "lock not released";
+  binds_at_a = 0;
+  for (const auto& call : Binds()) binds_at_a += call.target == "/pods/a";
+  EXPECT_EQ(binds_at_a, 1);
+}
+
+// The CO gave up on a publish that does not return and unpublishes: the
+// unpublish is never ABORTED; it abandons the publish, which undoes its mount
+// when it returns, and answers UNAVAILABLE until then.
+TEST_F(NodeTest, AnUnpublishAbandonsAStuckPublishOfItsTarget) {
+  NodeOptions options;
+  options.retry_wait = absl::Milliseconds(50);
+  MakeLogic(options);
+  sys_.HangNext(SyscallOp::kMount);
+  absl::Status published;
+  std::thread publisher([&] { published = logic_->Publish(Request("/pods/a")); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kMount, 1, absl::Seconds(10)));
   publisher.join();
-  EXPECT_TRUE(first.ok()) << first;
-  EXPECT_TRUE(logic_->Publish(Request("/pods/a")).ok()) << "lock not released";
+  EXPECT_EQ(published.code(), absl::StatusCode::kUnavailable) << published;
+  absl::Status unpublished = logic_->Unpublish("v", "/pods/a");
+  EXPECT_EQ(unpublished.code(), absl::StatusCode::kUnavailable) << unpublished;
+  EXPECT_THAT(unpublished.message(), HasSubstr("an unpublish abandoned it"));
+  EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok()) << "another target had to wait";
+  sys_.Release(SyscallOp::kMount);
+  // The publish undoes its mount, the unpublish then finds the target clean.
+  EXPECT_TRUE(base::WaitUntil([&] { return !sys_.Exists("/pods/a"); }))
+      << "the abandoned publish left its target";
+  absl::StatusOr<bool> b_mounted = volume::MountChecker(&sys_).IsMountPoint("/pods/b");
+  ASSERT_TRUE(b_mounted.ok()) << b_mounted.status();
+  EXPECT_TRUE(*b_mounted);
+  EXPECT_TRUE(base::WaitUntil([&] { return logic_->Unpublish("v", "/pods/a").ok(); }));
+  EXPECT_TRUE(logic_->Publish(Request("/pods/a")).ok()) << "the target stays claimed";
+}
+
+// Within its wait the unpublish meets the publish's return and then
+// unpublishes: OK, and nothing stays at the target.
+TEST_F(NodeTest, AnUnpublishWaitingForAnAbandonedPublishSucceedsWhenItReturns) {
+  sys_.HangNext(SyscallOp::kMount);
+  absl::Status published, unpublished;
+  std::thread publisher([&] { published = logic_->Publish(Request("/pods/a")); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kMount, 1, absl::Seconds(10)));
+  std::thread unpublisher([&] { unpublished = logic_->Unpublish("v", "/pods/a"); });
+  absl::SleepFor(absl::Milliseconds(20));  // let it abandon the publish; it answers only after
+  sys_.Release(SyscallOp::kMount);
+  publisher.join();
+  unpublisher.join();
+  EXPECT_EQ(published.code(), absl::StatusCode::kAborted) << published;
+  EXPECT_TRUE(unpublished.ok()) << unpublished;
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+  // A publish during an unpublish still is ABORTED, as the CSI spec asks.
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  sys_.HangNext(SyscallOp::kUnmount);
+  std::thread second([&] { unpublished = logic_->Unpublish("v", "/pods/a"); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kUnmount, 1, absl::Seconds(10)));
+  EXPECT_EQ(logic_->Publish(Request("/pods/a")).code(), absl::StatusCode::kAborted);
+  sys_.Release(SyscallOp::kUnmount);
+  second.join();
+  EXPECT_TRUE(unpublished.ok()) << unpublished;
 }
 
 // A retry within the wait gets the outcome of the call it repeats.
