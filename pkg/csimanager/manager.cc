@@ -52,7 +52,6 @@ class Manager::Impl {
   absl::StatusOr<DrainResult> Drain();
   void Shutdown(absl::Duration grace, bool unmount_all = false);
   absl::Status Health();
-  Registry* registry() { return &registry_; }
 
  private:
   // Starts and stops instance managers to match the registry.
@@ -523,6 +522,5 @@ void Manager::Shutdown(absl::Duration grace, bool unmount_all) {
   impl_->Shutdown(grace, unmount_all);
 }
 absl::Status Manager::Health() { return impl_->Health(); }
-Registry* Manager::registry() { return impl_->registry(); }
 
 }  // namespace lustre_csi::csimanager

@@ -129,8 +129,6 @@ class Manager {
   // OK while started and not shutting down (for /healthz).
   absl::Status Health();
 
-  Registry* registry();
-
  private:
   class Impl;  // manager.cc: everything behind the API
   std::unique_ptr<Impl> impl_;

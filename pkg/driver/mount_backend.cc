@@ -143,8 +143,6 @@ class LustreBackend : public internal::MountingMode {
   LustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns, LustreBackendOptions options)
       : MountingMode(sys), sys_(sys), ns_(ns), options_(std::move(options)) {}
 
-  absl::string_view Mode() const override { return "lustre"; }
-
   Readiness CheckReady() override {
     Readiness r = CheckHelperAndModule();
     if (!r.status.ok()) return r;
@@ -321,7 +319,6 @@ class LustreBackend : public internal::MountingMode {
 class MockBackend : public MountBackend {
  public:
   explicit MockBackend(volume::Syscalls* sys) : sys_(sys) {}
-  absl::string_view Mode() const override { return "mock"; }
   Readiness CheckReady() override { return {}; }
   absl::Status Publish(const PublishTarget& t) override {
     VLOG(1) << "mock mount " << t.source.Spec() << " on " << t.target << " -o "
@@ -357,8 +354,6 @@ class LocalBackend : public internal::MountingMode {
       : MountingMode(sys, internal::BindUnmountOptions()),
         sys_(sys),
         root_(std::move(local_root)) {}
-
-  absl::string_view Mode() const override { return "local"; }
 
   Readiness CheckReady() override {
     absl::StatusOr<volume::FileInfo> info = sys_->Stat(root_);

@@ -86,9 +86,6 @@ struct PublishTarget {
 // A mount mode owns a node's publish and unpublish from start to end.
 class MountBackend : public FileSystemAccess {
  public:
-  // "lustre", "mock" or "local".
-  virtual absl::string_view Mode() const = 0;
-
   // Checks the exact path a mount takes (may block for a few seconds; see
   // ReadinessMonitor for a cached answer).
   virtual Readiness CheckReady() = 0;

@@ -93,7 +93,6 @@ class SharedClientBackend : public internal::MountingMode {
     Start();
   }
 
-  absl::string_view Mode() const override { return "lustre"; }
   Readiness CheckReady() override {
     Readiness clients = clients_->CheckReady();
     if (!clients.status.ok()) return clients;
