@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -88,11 +89,13 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
   // bounded at 8 s (100 s shipped), SIGTERM's grace 5 s (30 s shipped), so
   // the suite waits for them in seconds.
   void StartNode(const std::string& name) {
+    metrics_port_ = FreePort();
     std::vector<std::string> argv = {BinaryPath(),
                                      "node",
                                      "--nodeid=n1",
                                      "--call-timeout-seconds=8",
                                      "--shutdown-grace-seconds=5",
+                                     absl::StrCat("--metrics-address=127.0.0.1:", metrics_port_),
                                      "--endpoint=unix://" + tmp_.Join(name + ".sock")};
     if (GetParam() == "local") {
       argv.insert(argv.end(), {"--mount-mode=local", "--local-root=" + std::string(kServers)});
@@ -100,7 +103,8 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
       argv.insert(argv.end(),
                   {"--mount-mode=lustre", "--mount-helper=" + Runfile("e2e/standin-mount-lustre"),
                    "--mount-namespace=current", "--lustre-client=" + GetParam(),
-                   "--working-mount-dir=" + tmp_.Join("work")});
+                   "--working-mount-dir=" + tmp_.Join("work"),
+                   "--lustre-params-root=" + std::string(kStandin) + "/params"});
     }
     node_ = std::make_unique<Subprocess>(argv, tmp_.Join(name + ".log"));
     ASSERT_TRUE(WaitForSocket(tmp_.Join(name + ".sock"), absl::Seconds(20)).ok())
@@ -190,8 +194,29 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
   std::unique_ptr<Subprocess> daemon_;
   bool frozen_ = false;
   std::unique_ptr<Subprocess> node_;
+  int metrics_port_ = 0;
   std::unique_ptr<csi::v1::Node::Stub> stub_;
 };
+
+// Sets the connection state of every client device of `fs` the stand-in
+// made, in the files a Lustre client shows them in; how many it set.
+int SetImportState(const std::string& fs, const std::string& state) {
+  int set = 0;
+  for (const char* kind : {"mdc", "osc"}) {
+    std::error_code ec;
+    for (const auto& dev : std::filesystem::directory_iterator(
+             absl::StrCat(kStandin, "/params/proc/fs/lustre/", kind), ec)) {
+      std::string name = dev.path().filename().string();
+      if (!absl::StartsWith(name, fs + "-") || std::string(kind) == "mdc") continue;
+      EXPECT_TRUE(WriteFile(dev.path().string() + "/import",
+                            absl::StrCat("import:\n    name: ", name, "\n    state: ", state,
+                                         "\n    connect_flags: [ write_grant ]\n"))
+                      .ok());
+      ++set;
+    }
+  }
+  return set;
+}
 
 TEST_P(DeadServerE2eTest, StatsOfAFrozenFileSystemAnswerAbnormalAndBounded) {
   ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
@@ -352,6 +377,62 @@ TEST_P(DeadServerE2eTest, AnAbandonedPublishIsUndoneWhenTheServerAnswers) {
   EXPECT_FALSE(std::filesystem::exists(target));
   // The file system is usable again at once.
   EXPECT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+}
+
+// The host's Lustre client loses a target of one file system (its import is
+// DISCONN, as when an OSS stops answering): the volume is reported abnormal
+// naming it, /metrics shows the state, another file system's volume and
+// readiness stay as they were, and it all clears once the target is back.
+// Local mode has no Lustre client: nothing is read there.
+TEST_P(DeadServerE2eTest, ADisconnectedTargetShowsInStatsAndMetrics) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+  ASSERT_TRUE(Publish("otherfs", tmp_.Join("pods/b")).ok()) << Log();
+  auto stats_of = [&](const std::string& target) {
+    csi::v1::NodeGetVolumeStatsRequest req;
+    req.set_volume_id(target == tmp_.Join("pods/a") ? "vol#lustrefs#10.0.0.4"
+                                                    : "vol#otherfs#10.0.0.4");
+    req.set_volume_path(target);
+    csi::v1::NodeGetVolumeStatsResponse res;
+    grpc::Status s = stub_->NodeGetVolumeStats(Context(absl::Seconds(20)).get(), req, &res);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return res;
+  };
+  EXPECT_FALSE(stats_of(tmp_.Join("pods/a")).volume_condition().abnormal());
+  if (GetParam() == "local") {
+    std::filesystem::create_directories(
+        absl::StrCat(kStandin, "/params/proc/fs/lustre/osc/lustrefs-OST0000-osc-ffff000000000001"));
+  } else {
+    EXPECT_THAT(HttpGet(metrics_port_, "/metrics"),
+                HasSubstr("lustre_csi_client_state{fs=\"lustrefs\",target=\"lustrefs-OST0000\","
+                          "state=\"FULL\"}"));
+  }
+  ASSERT_GT(SetImportState("lustrefs", "DISCONN"), 0);
+  if (GetParam() == "local") {
+    absl::SleepFor(absl::Seconds(6));  // past the age of a snapshot, were one read
+    EXPECT_FALSE(stats_of(tmp_.Join("pods/a")).volume_condition().abnormal());
+    EXPECT_THAT(HttpGet(metrics_port_, "/metrics"),
+                testing::Not(HasSubstr("lustre_csi_client_state{")));
+    return;
+  }
+  csi::v1::NodeGetVolumeStatsResponse down;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        down = stats_of(tmp_.Join("pods/a"));
+        return down.volume_condition().abnormal();
+      },
+      absl::Seconds(20)));
+  EXPECT_THAT(down.volume_condition().message(), HasSubstr("lustrefs-OST0000 DISCONN"));
+  EXPECT_GT(down.usage_size(), 0) << "statfs answered: its figures stand";
+  EXPECT_THAT(HttpGet(metrics_port_, "/metrics"),
+              HasSubstr("lustre_csi_client_state{fs=\"lustrefs\",target=\"lustrefs-OST0000\","
+                        "state=\"DISCONN\"}"));
+  EXPECT_FALSE(stats_of(tmp_.Join("pods/b")).volume_condition().abnormal());
+  EXPECT_THAT(HttpGet(metrics_port_, "/readyz"), testing::StartsWith("HTTP/1.1 200"));
+
+  ASSERT_GT(SetImportState("lustrefs", "FULL"), 0);
+  EXPECT_TRUE(
+      WaitUntil([&] { return !stats_of(tmp_.Join("pods/a")).volume_condition().abnormal(); },
+                absl::Seconds(20)));
 }
 
 // The negative control: a driver that is itself frozen does not answer, and

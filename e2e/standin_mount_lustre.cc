@@ -20,6 +20,12 @@
 // lookup opened) with the per-mount flags,
 // so the mount table shows the file system's name as the source and the
 // sub-dir as the root, as a Lustre fileset mount reads.
+// Each client mount gets the devices a Lustre client has, one metadata and
+// one object storage target, with the connection state a client shows in
+// /proc/fs/lustre/{mdc,osc}/<device>/import, under
+// /run/lustre-standin/params: <fsname>-MDT0000-mdc-<instance> and
+// <fsname>-OST0000-osc-<instance>, the instance 16 hex digits of the mount
+// point, "state: FULL" (tests rewrite it; nothing removes them).
 // Every invocation is appended to /run/lustre-standin/calls.log. A file
 // /run/lustre-standin/fail holding an errno makes every mount fail with it;
 // /run/lustre-standin/delay_ms makes every mount take that long.
@@ -35,8 +41,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -92,6 +100,31 @@ bool IsMountPoint(const std::string& path) {
   if (stat(path.c_str(), &self) != 0) return false;
   if (stat((path + "/..").c_str(), &parent) != 0) return false;
   return self.st_dev != parent.st_dev;
+}
+
+// mkdir -p.
+void MakeDirs(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    mkdir(path.substr(0, slash).c_str(), 0755);
+  }
+  mkdir(path.c_str(), 0755);
+}
+
+// The client devices of a mount at `target` and their import files.
+void WriteImports(const std::string& fsname, const std::string& target) {
+  char instance[17];
+  snprintf(instance, sizeof(instance), "%016zx", std::hash<std::string>()(target));
+  const std::string params = std::string(kState) + "/params/proc/fs/lustre";
+  for (const auto& [kind, index] : {std::pair<std::string, std::string>{"mdc", "MDT0000"},
+                                    std::pair<std::string, std::string>{"osc", "OST0000"}}) {
+    std::string device = fsname + "-" + index + "-" + kind + "-" + instance;
+    std::string dir = params + "/" + kind + "/" + device;
+    MakeDirs(dir);
+    std::ofstream out(dir + "/import");
+    out << "import:\n    name: " << device << "\n    target: " << fsname << "-" << index
+        << "_UUID\n    state: FULL\n    connect_flags: [ write_grant ]\n";
+  }
 }
 
 }  // namespace
@@ -233,5 +266,6 @@ int main(int argc, char** argv) {
     umount2(target.c_str(), MNT_DETACH);
     return Fail(err, "remount " + target);
   }
+  WriteImports(fsname, target);
   return 0;
 }

@@ -17,8 +17,10 @@
 #include "cmd/lustre-csi/common_flags.h"
 #include "cmd/lustre-csi/kernel_report.h"
 #include "cmd/lustre-csi/not_ready_taint.h"
+#include "pkg/base/clock.h"
 #include "pkg/driver/controller.h"
 #include "pkg/driver/lfs.h"
+#include "pkg/driver/lustre_imports.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/node.h"
 #include "pkg/driver/project_ids.h"
@@ -83,6 +85,13 @@ DEFINE_int32(call_timeout_seconds, 100,
              "holding its target, and the call (and every retry of it) answers UNAVAILABLE "
              "saying it is still in progress; keep it below the CO's own call timeout (the "
              "kubelet's and Nomad's: 2 minutes). Stats answer within 5 s");
+DEFINE_string(lustre_params_root, "/",
+              "lustre mode: the root under which the host's Lustre client shows the state of its "
+              "connections to the servers (<root>/proc/fs/lustre/{mdc,osc}/*/import, or "
+              "<root>/sys/kernel/debug/lustre/... on releases after 2.16, which a container "
+              "sees as /proc/1/root); a volume whose file system has a target that is not "
+              "connected (DISCONN, EVICTED, ...) is reported abnormal by NodeGetVolumeStats, "
+              "and /metrics shows lustre_csi_client_state{fs,target,state}");
 DEFINE_int32(mount_timeout_seconds, 90,
              "a mount that takes longer is killed and fails; keep it below the CO's own call "
              "timeout (the kubelet's and Nomad's: 2 minutes), so a publish answers before its "
@@ -364,6 +373,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   server::Routes routes;
   identity.AddRoutes(routes);
 
+  std::unique_ptr<driver::LustreImports> client_imports;
   std::unique_ptr<driver::NodeLogic> node_logic;
   std::unique_ptr<driver::NodeService> node;
   if (roles.node) {
@@ -374,6 +384,12 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
     options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
     options.retry_wait = absl::Seconds(FLAGS_call_timeout_seconds);
+    if (mode == "lustre") {
+      client_imports = std::make_unique<driver::LustreImports>(
+          mounting->view(), driver::LustreParamDirs(FLAGS_lustre_params_root), base::RealClock());
+      client_imports->Export(&metrics);
+      options.client_imports = client_imports.get();
+    }
     node_logic = std::make_unique<driver::NodeLogic>(options, mounting->view(), backend, readiness);
     node = std::make_unique<driver::NodeService>(node_logic.get(), &metrics);
     node->AddRoutes(routes);
@@ -485,12 +501,26 @@ int RunMonolith(const std::vector<std::string>& args, cli::Streams streams) {
 // The node's flags, which the monolith takes too.
 std::vector<std::string> NodeFlags() {
   std::vector<std::string> flags = kSharedFlags;
-  for (const char* f :
-       {"nodeid", "mount_mode", "enable_azurelustre_mock_mount", "local_root", "mount_namespace",
-        "mount_helper", "working_mount_dir", "lustre_client", "lustre_client_dir",
-        "max_concurrent_mounts", "mount_timeout_seconds", "call_timeout_seconds",
-        "readiness_interval_seconds", "max_volumes_per_node", "topology", "plugin_registration_dir", "kubelet_registration_path",
-        "remove_not_ready_taint", "kube_service_account_dir"}) {
+  for (const char* f : {"nodeid",
+                        "mount_mode",
+                        "enable_azurelustre_mock_mount",
+                        "local_root",
+                        "mount_namespace",
+                        "mount_helper",
+                        "working_mount_dir",
+                        "lustre_client",
+                        "lustre_client_dir",
+                        "max_concurrent_mounts",
+                        "mount_timeout_seconds",
+                        "call_timeout_seconds",
+                        "lustre_params_root",
+                        "readiness_interval_seconds",
+                        "max_volumes_per_node",
+                        "topology",
+                        "plugin_registration_dir",
+                        "kubelet_registration_path",
+                        "remove_not_ready_taint",
+                        "kube_service_account_dir"}) {
     flags.push_back(f);
   }
   return flags;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
+#include "pkg/driver/volume_id.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/metrics.h"
 #include "pkg/volume/mount_table.h"
@@ -354,6 +355,21 @@ void NodeLogic::ReleaseTarget(const std::string& target) {
   targets_cv_.SignalAll();
 }
 
+void NodeLogic::AddClientState(const std::string& volume_id, VolumeStats* stats) {
+  if (options_.client_imports == nullptr) return;
+  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  if (!id.ok()) return;
+  std::string unhealthy = options_.client_imports->Describe(id->fs_name);
+  if (unhealthy.empty()) return;
+  if (stats->abnormal) {
+    absl::StrAppend(&stats->message, "; the Lustre client reports ", unhealthy);
+  } else {
+    stats->abnormal = true;
+    stats->message = absl::StrCat("the Lustre client is not connected to every target of ",
+                                  id->fs_name, ": ", unhealthy);
+  }
+}
+
 absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
                                              const std::string& path) {
   // Malformed (over-long, NUL): INVALID_ARGUMENT. A well-formed path no
@@ -377,8 +393,9 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
     stats.abnormal = true;
     stats.message = absl::StrCat("the file system at ", path, " is not responding (",
                                  looked.status().message(), ")");
-    return stats;
+    looked = std::move(stats);
   }
+  if (looked.ok()) AddClientState(volume_id, &*looked);
   if (absl::IsUnavailable(looked.status())) {
     return absl::UnavailableError(
         absl::StrCat("volume ", volume_id, " at ", path,

@@ -31,6 +31,7 @@
 #include "pkg/base/bounded_calls.h"
 #include "pkg/base/clock.h"
 #include "pkg/base/worker_pool.h"
+#include "pkg/driver/lustre_imports.h"
 #include "pkg/driver/mount_backend.h"
 #include "pkg/driver/mount_slots.h"
 #include "pkg/driver/readiness.h"
@@ -61,6 +62,10 @@ struct NodeOptions {
   // Tells the time of a look or a call that has not returned (borrowed;
   // null: the real clock).
   base::Clock* clock = nullptr;
+  // The host's Lustre client's connection states (borrowed; null: none are
+  // looked at). A volume whose file system has a target that is not
+  // connected is reported abnormal by Stats.
+  LustreImports* client_imports = nullptr;
 };
 
 struct PublishRequest {
@@ -118,7 +123,9 @@ class NodeLogic {
   // without figures. The look at the file system runs on a worker: at most
   // one per target is in flight (a retry joins it, and once its bound is
   // past answers at once), at most `max_stuck_stats` targets at once (then
-  // UNAVAILABLE at once).
+  // UNAVAILABLE at once). Where the host's Lustre client reports a target of
+  // the volume's file system not connected (`client_imports`), the volume
+  // is abnormal too, naming the targets and their states.
   absl::StatusOr<VolumeStats> Stats(const std::string& volume_id, const std::string& path);
 
   // For a process that ends: every call waiting for a publish, an unpublish
@@ -140,6 +147,9 @@ class NodeLogic {
   // for it as long as `retry_wait` from its start.
   absl::Status RunBounded(const std::string& key, const std::string& target,
                           std::function<absl::Status()> work);
+  // Marks `stats` abnormal when the Lustre client reports a target of the
+  // volume's file system not connected.
+  void AddClientState(const std::string& volume_id, VolumeStats* stats);
   // What runs on `target` and since when, for a caller that stops waiting.
   std::string InProgress(const std::string& target);
 

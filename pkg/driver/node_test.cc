@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/base/wait_until.h"
 #include "pkg/driver/services.h"
 #include "pkg/volume/mount_table.h"
@@ -483,6 +484,44 @@ TEST_F(NodeTest, HostileIdFieldsAreInvalidEvenWhenTheContextWins) {
 // could have made.
 // A path below a target is the tenant's: a link there must not lead to the
 // figures of another mount.
+// The host's Lustre client says a target of the volume's file system is not
+// connected: the volume is abnormal, naming it, and its figures (statfs
+// answered) stay. Another file system's trouble is not this volume's.
+TEST_F(NodeTest, StatsReportTheLustreClientsDisconnectedTargets) {
+  base::FakeClock clock;
+  LustreImports imports(&sys_, LustreParamDirs("/"), &clock);
+  NodeOptions options;
+  options.client_imports = &imports;
+  MakeLogic(options);
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  const std::string id = Request("/pods/a").volume_id;
+  ASSERT_TRUE(sys_.AddFile("/proc/fs/lustre/mdc/lustrefs-MDT0000-mdc-ffff000000000001/import", 0444,
+                           "import:\n    state: FULL\n")
+                  .ok());
+  ASSERT_TRUE(sys_.AddFile("/proc/fs/lustre/osc/otherfs-OST0000-osc-ffff000000000002/import", 0444,
+                           "import:\n    state: EVICTED\n")
+                  .ok());
+  absl::StatusOr<VolumeStats> healthy = logic_->Stats(id, "/pods/a");
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_FALSE(healthy->abnormal) << healthy->message;
+
+  ASSERT_TRUE(sys_.AddFile("/proc/fs/lustre/osc/lustrefs-OST0001-osc-ffff000000000001/import", 0444,
+                           "import:\n    state: DISCONN\n")
+                  .ok());
+  clock.Advance(absl::Seconds(10));  // past the snapshot's age
+  absl::StatusOr<VolumeStats> stats = logic_->Stats(id, "/pods/a");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_TRUE(stats->abnormal);
+  EXPECT_THAT(stats->message, HasSubstr("not connected to every target of lustrefs"));
+  EXPECT_THAT(stats->message, HasSubstr("lustrefs-OST0001 DISCONN"));
+  EXPECT_THAT(stats->message, testing::Not(HasSubstr("otherfs")));
+  EXPECT_TRUE(stats->usage.has_value());
+  // An id that is not this driver's names no file system: nothing added.
+  absl::StatusOr<VolumeStats> foreign = logic_->Stats("v", "/pods/a");
+  ASSERT_TRUE(foreign.ok()) << foreign.status();
+  EXPECT_FALSE(foreign->abnormal);
+}
+
 TEST_F(NodeTest, StatsFollowNoSymlinkBelowATarget) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
   ASSERT_TRUE(sys_.AddDir("/elsewhere").ok());
