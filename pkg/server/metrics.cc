@@ -62,7 +62,7 @@ void Header(std::string* out, const std::string& name, const std::string& help, 
   absl::StrAppend(out, "# HELP ", name, " ", EscapeHelp(help), "\n# TYPE ", name, " ", type, "\n");
 }
 
-LabelValues Fit(const std::vector<std::string>& labels, const LabelValues& values) {
+LabelValues FitLabels(const std::vector<std::string>& labels, const LabelValues& values) {
   LabelValues fitted = values;
   fitted.resize(labels.size());
   return fitted;
@@ -70,22 +70,22 @@ LabelValues Fit(const std::vector<std::string>& labels, const LabelValues& value
 
 }  // namespace
 
-Counter::Counter(std::string name, std::string help, std::vector<std::string> labels)
-    : name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)) {}
+ValuesMetric::ValuesMetric(std::string name, std::string help, std::vector<std::string> labels,
+                           const char* type)
+    : name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)), type_(type) {}
 
-void Counter::Increment(const LabelValues& values, double delta) {
-  absl::MutexLock lock(&mu_);
-  values_[Fit(labels_, values)] += delta;
+LabelValues ValuesMetric::Fit(const LabelValues& values) const {
+  return FitLabels(labels_, values);
 }
 
-double Counter::Value(const LabelValues& values) const {
+double ValuesMetric::Value(const LabelValues& values) const {
   absl::MutexLock lock(&mu_);
-  auto it = values_.find(Fit(labels_, values));
+  auto it = values_.find(Fit(values));
   return it == values_.end() ? 0 : it->second;
 }
 
-void Counter::Render(std::string* out) const {
-  Header(out, name_, help_, "counter");
+void ValuesMetric::Render(std::string* out) const {
+  Header(out, name_, help_, type_);
   absl::MutexLock lock(&mu_);
   if (values_.empty() && labels_.empty()) absl::StrAppend(out, name_, " 0\n");
   for (const auto& [values, v] : values_) {
@@ -93,33 +93,26 @@ void Counter::Render(std::string* out) const {
   }
 }
 
+Counter::Counter(std::string name, std::string help, std::vector<std::string> labels)
+    : ValuesMetric(std::move(name), std::move(help), std::move(labels), "counter") {}
+
+void Counter::Increment(const LabelValues& values, double delta) {
+  absl::MutexLock lock(&mu_);
+  values_[Fit(values)] += delta;
+}
+
 Gauge::Gauge(std::string name, std::string help, std::vector<std::string> labels)
-    : name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)) {}
+    : ValuesMetric(std::move(name), std::move(help), std::move(labels), "gauge") {}
 
 void Gauge::Set(const LabelValues& values, double value) {
   absl::MutexLock lock(&mu_);
-  values_[Fit(labels_, values)] = value;
+  values_[Fit(values)] = value;
 }
 
 void Gauge::Reset(std::map<LabelValues, double> series) {
   absl::MutexLock lock(&mu_);
   values_.clear();
-  for (auto& [values, v] : series) values_[Fit(labels_, values)] = v;
-}
-
-double Gauge::Value(const LabelValues& values) const {
-  absl::MutexLock lock(&mu_);
-  auto it = values_.find(Fit(labels_, values));
-  return it == values_.end() ? 0 : it->second;
-}
-
-void Gauge::Render(std::string* out) const {
-  Header(out, name_, help_, "gauge");
-  absl::MutexLock lock(&mu_);
-  if (values_.empty() && labels_.empty()) absl::StrAppend(out, name_, " 0\n");
-  for (const auto& [values, v] : values_) {
-    absl::StrAppend(out, name_, Labels(labels_, values), " ", Number(v), "\n");
-  }
+  for (auto& [values, v] : series) values_[Fit(values)] = v;
 }
 
 Histogram::Histogram(std::string name, std::string help, std::vector<std::string> labels,
@@ -131,7 +124,7 @@ Histogram::Histogram(std::string name, std::string help, std::vector<std::string
 
 void Histogram::Observe(const LabelValues& values, double value) {
   absl::MutexLock lock(&mu_);
-  Series& s = series_[Fit(labels_, values)];
+  Series& s = series_[FitLabels(labels_, values)];
   if (s.buckets.empty()) s.buckets.assign(bounds_.size() + 1, 0);
   size_t i = 0;
   while (i < bounds_.size() && value > bounds_[i]) ++i;
@@ -142,7 +135,7 @@ void Histogram::Observe(const LabelValues& values, double value) {
 
 uint64_t Histogram::Count(const LabelValues& values) const {
   absl::MutexLock lock(&mu_);
-  auto it = series_.find(Fit(labels_, values));
+  auto it = series_.find(FitLabels(labels_, values));
   return it == series_.end() ? 0 : it->second.count;
 }
 

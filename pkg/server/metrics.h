@@ -24,34 +24,40 @@ class Metric {
   virtual void Render(std::string* out) const = 0;
 };
 
-class Counter : public Metric {
+// One number per set of label values: the state of counters and gauges.
+class ValuesMetric : public Metric {
  public:
-  Counter(std::string name, std::string help, std::vector<std::string> labels);
-  void Increment(const LabelValues& values = {}, double delta = 1);
   double Value(const LabelValues& values = {}) const;
   void Render(std::string* out) const override;
+
+ protected:
+  // `type`: the exposition format's TYPE ("counter", "gauge").
+  ValuesMetric(std::string name, std::string help, std::vector<std::string> labels,
+               const char* type);
+  // `values` cut or padded to the labels' number.
+  LabelValues Fit(const LabelValues& values) const;
+
+  mutable absl::Mutex mu_;
+  std::map<LabelValues, double> values_ ABSL_GUARDED_BY(mu_);
 
  private:
   const std::string name_, help_;
   const std::vector<std::string> labels_;
-  mutable absl::Mutex mu_;
-  std::map<LabelValues, double> values_ ABSL_GUARDED_BY(mu_);
+  const char* const type_;
 };
 
-class Gauge : public Metric {
+class Counter : public ValuesMetric {
+ public:
+  Counter(std::string name, std::string help, std::vector<std::string> labels);
+  void Increment(const LabelValues& values = {}, double delta = 1);
+};
+
+class Gauge : public ValuesMetric {
  public:
   Gauge(std::string name, std::string help, std::vector<std::string> labels);
   void Set(const LabelValues& values, double value);
   // Replaces every series at once (e.g. "plugins by health" recomputed).
   void Reset(std::map<LabelValues, double> series);
-  double Value(const LabelValues& values = {}) const;
-  void Render(std::string* out) const override;
-
- private:
-  const std::string name_, help_;
-  const std::vector<std::string> labels_;
-  mutable absl::Mutex mu_;
-  std::map<LabelValues, double> values_ ABSL_GUARDED_BY(mu_);
 };
 
 class Histogram : public Metric {
