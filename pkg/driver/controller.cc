@@ -356,14 +356,10 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
     return absl::InvalidArgumentError(
         absl::StrCat("required_bytes ", required_bytes, " exceeds limit_bytes ", limit_bytes));
   }
-  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
   if (!id.ok()) {
     return absl::NotFoundError(
         absl::StrCat("volume ", volume_id, " does not exist: ", id.status().message()));
-  }
-  if (absl::Status s = ValidateVolumeIdFields(*id); !s.ok()) {
-    return absl::NotFoundError(
-        absl::StrCat("volume ", volume_id, " is not a volume of this driver: ", s.message()));
   }
   ScopedVolumeLock lock(&name_locks_, id->name);
   if (!lock.ok()) {
@@ -425,14 +421,10 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
 absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
                                           const std::map<std::string, std::string>& context) {
   if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
-  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
   if (!id.ok()) {
     return absl::NotFoundError(
         absl::StrCat("volume ", volume_id, " does not exist: ", id.status().message()));
-  }
-  if (absl::Status s = ValidateVolumeIdFields(*id); !s.ok()) {
-    return absl::NotFoundError(
-        absl::StrCat("volume ", volume_id, " is not a volume of this driver: ", s.message()));
   }
   {
     absl::MutexLock l(&mu_);

@@ -8,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
-#include "pkg/driver/volume_id.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/metrics.h"
 #include "pkg/volume/mount_table.h"
@@ -357,7 +356,7 @@ void NodeLogic::ReleaseTarget(const std::string& target) {
 
 void NodeLogic::AddClientState(const std::string& volume_id, VolumeStats* stats) {
   if (options_.client_imports == nullptr) return;
-  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
   if (!id.ok()) return;
   std::string unhealthy = options_.client_imports->Describe(id->fs_name);
   if (unhealthy.empty()) return;

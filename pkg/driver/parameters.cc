@@ -367,12 +367,9 @@ absl::StatusOr<LustreParams> VolumeParams(absl::string_view volume_id,
                                           const std::map<std::string, std::string>& context) {
   absl::StatusOr<LustreParams> params = ParseLustreParams(context);
   if (!params.ok()) return params.status();
-  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
-  if (!id.ok()) return params;  // an opaque handle: the context alone
-  if (absl::Status s = ValidateVolumeIdFields(*id); !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("volume id '", absl::CHexEscape(volume_id), "': ", s.message()));
-  }
+  absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
+  if (absl::IsNotFound(id.status())) return params;  // an opaque handle: the context alone
+  if (!id.ok()) return id.status();
   if (!params->sub_dir_given) params->sub_dir = id->sub_dir;
   if (!params->fs_name_given) params->fs_name = id->fs_name;
   return params;
@@ -384,6 +381,19 @@ absl::Status ValidateVolumeIdFields(const VolumeId& id) {
   if (absl::Status s = RefuseOptionLike(kParamFsName, id.fs_name); !s.ok()) return s;
   if (absl::Status s = RefuseOptionLike(kParamSubDir, id.sub_dir); !s.ok()) return s;
   return CheckSubDirShape(id.sub_dir);
+}
+
+absl::StatusOr<VolumeId> ParseValidVolumeId(absl::string_view volume_id) {
+  absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
+  if (!id.ok()) {
+    return absl::NotFoundError(absl::StrCat(absl::CHexEscape(volume_id),
+                                            " is no id of this driver: ", id.status().message()));
+  }
+  if (absl::Status s = ValidateVolumeIdFields(*id); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("volume id '", absl::CHexEscape(volume_id), "': ", s.message()));
+  }
+  return id;
 }
 
 std::string MountSource(absl::string_view mgs_address, absl::string_view fs_name,

@@ -119,6 +119,12 @@ absl::Status ValidateFsName(absl::string_view fs);
 // '-'); INVALID_ARGUMENT naming the field.
 absl::Status ValidateVolumeIdFields(const VolumeId& id);
 
+// `volume_id` as an id of this driver's format whose every field is valid:
+// NOT_FOUND "<volume_id> is no id of this driver: ..." when it does not parse
+// (an opaque handle), INVALID_ARGUMENT "volume id '<volume_id>': ..." naming
+// the field that is not valid.
+absl::StatusOr<VolumeId> ParseValidVolumeId(absl::string_view volume_id);
+
 // The parameters of a volume where it is published: `context` is
 // authoritative (ParseLustreParams). When `volume_id` parses as an id of this
 // driver's format (volume_id.h), each of its fields is validated like the
