@@ -63,15 +63,9 @@ class Walker {
  private:
   static TreeEntry EntryOf(const FileInfo& info, std::string path, int depth) {
     TreeEntry e;
+    static_cast<FileInfo&>(e) = info;
     e.path = std::move(path);
     e.depth = depth;
-    e.mode = info.mode;
-    e.uid = info.uid;
-    e.gid = info.gid;
-    e.nlink = info.nlink;
-    e.dev = info.dev;
-    e.ino = info.ino;
-    e.blocks = info.blocks;
     return e;
   }
 

@@ -19,17 +19,10 @@
 
 namespace lustre_csi::volume {
 
-// One entry of a tree walk.
-struct TreeEntry {
+// One entry of a tree walk: what its stat said, and where it is.
+struct TreeEntry : FileInfo {
   std::string path;  // relative to the walk's root, '/'-separated; "" for the root
   int depth = 0;     // 0 for the root
-  uint32_t mode = 0;
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  uint32_t nlink = 0;
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  uint64_t blocks = 0;  // 512-byte blocks allocated
 };
 
 // What a walk's visitor asks to change on the entry it was shown: the group
