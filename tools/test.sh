@@ -3,7 +3,9 @@
 # installs what is missing, runs every Bazel test, then the checks that need
 # the built binary outside Bazel (static + reproducible, container image,
 # deployment manifests, the image run under the manifests at pod level).
-# Ends with one line "tests: N passed, M failed" and exits non-zero on any failure.
+# A test that skips itself fails the suite unless tools/allowed_skips.txt
+# lists it with its reason. Ends with one line "tests: N passed, M failed,
+# K skipped" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +28,18 @@ if [[ $bazel_rc -ne 0 && $n_fail -eq 0 ]]; then
   failed=$((failed + 1))
 fi
 
+echo "=== skipped tests (tools/allowed_skips.txt)"
+skip_out=$(bash tools/check_skips.sh)
+skip_rc=$?
+echo "$skip_out"
+skipped=$(sed -n 's/^skipped: \([0-9]*\) (.*/\1/p' <<<"$skip_out" | tail -n 1)
+if [[ $skip_rc -eq 0 ]]; then
+  passed=$((passed + 1))
+else
+  echo "FAILED: a test skipped itself and is not on the reviewed list"
+  failed=$((failed + 1))
+fi
+
 step() {
   local name="$1"
   shift
@@ -45,5 +59,5 @@ step "container image" bash e2e/image_test.sh
 step "deployment manifests" bash e2e/deploy_test.sh
 step "image under the manifests (pod level)" bash e2e/pod_test.sh
 
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, ${skipped:-0} skipped"
 [[ $failed -eq 0 ]]
