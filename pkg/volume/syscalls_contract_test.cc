@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/beneath.h"
+#include "pkg/volume/dir_watch.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/mount_table.h"
@@ -399,6 +400,78 @@ TYPED_TEST(SyscallsContractTest, BindBeneathSetsTheFlagsAndStaysBeneath) {
   absl::StatusOr<bool> mounted = checker.IsMountPoint(this->At("target"));
   ASSERT_TRUE(mounted.ok());
   EXPECT_FALSE(*mounted) << "a refused bind leaves nothing";
+}
+
+TYPED_TEST(SyscallsContractTest, BindMountWithFlagsSetsThemAtTheTargetOnly) {
+  Syscalls& sys = this->sys();
+  ASSERT_TRUE(sys.PrepareBinds().ok());
+  this->env_.AddFile("src/f", "x");
+  this->env_.AddDir("dst");
+  ASSERT_TRUE(sys.BindMountWithFlags(this->At("src"), this->At("dst"), /*recursive=*/false,
+                                     kMsRdonly | kMsNosuid)
+                  .ok());
+  absl::StatusOr<FsStats> at = sys.Statfs(this->At("dst"));
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_TRUE(at->mount_flags & kMsRdonly);
+  EXPECT_TRUE(at->mount_flags & kMsNosuid);
+  absl::StatusOr<FsStats> source = sys.Statfs(this->At("src"));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_FALSE(source->mount_flags & kMsRdonly) << "the source changed too";
+  EXPECT_TRUE(sys.Stat(this->At("dst/f")).ok());
+  MountChecker checker(&sys);
+  absl::StatusOr<std::optional<MountEntry>> entry = checker.FindMountAt(this->At("dst"));
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  ASSERT_TRUE(entry->has_value());
+  EXPECT_EQ((*entry)->root, "/src");
+  ASSERT_TRUE(sys.Unmount(this->At("dst"), 0).ok());
+  EXPECT_EQ(ErrnoOf(sys.BindMountWithFlags(this->At("missing"), this->At("dst"), false, 0)),
+            ENOENT);
+  absl::StatusOr<bool> mounted = checker.IsMountPoint(this->At("dst"));
+  ASSERT_TRUE(mounted.ok());
+  EXPECT_FALSE(*mounted);
+}
+
+// What this process makes is owned by the uid EffectiveUid names.
+TYPED_TEST(SyscallsContractTest, EffectiveUidOwnsWhatIsMade) {
+  Syscalls& sys = this->sys();
+  ASSERT_TRUE(sys.Mkdir(this->At("made"), 0755).ok());
+  absl::StatusOr<FileInfo> info = sys.Stat(this->At("made"));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->uid, sys.EffectiveUid());
+}
+
+// A watch reports entries made, moved in and removed after it started, the
+// directory's own removal, and returns at once when woken.
+TYPED_TEST(SyscallsContractTest, WatchDirReportsEntriesThatComeAndGo) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("w/before");
+  this->env_.AddDir("elsewhere/moved");
+  absl::StatusOr<std::unique_ptr<DirWatch>> watch = sys.WatchDir(this->At("w"));
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  // Events until `want` has been seen (the kernel may hand them over in
+  // more than one batch).
+  auto wait_for = [&](const DirEvent& want) {
+    for (int i = 0; i < 10; ++i) {
+      absl::StatusOr<std::vector<DirEvent>> events = (*watch)->Wait();
+      if (!events.ok()) return false;
+      for (const DirEvent& e : *events) {
+        if (e == want) return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(sys.Mkdir(this->At("w/new"), 0755).ok());
+  EXPECT_TRUE(wait_for({DirEvent::Kind::kAdded, "new"}));
+  ASSERT_TRUE(sys.Rmdir(this->At("w/before")).ok());
+  EXPECT_TRUE(wait_for({DirEvent::Kind::kRemoved, "before"}));
+  (*watch)->Wake();
+  absl::StatusOr<std::vector<DirEvent>> woken = (*watch)->Wait();
+  ASSERT_TRUE(woken.ok()) << woken.status();
+  EXPECT_TRUE(woken->empty());
+  ASSERT_TRUE(sys.Rmdir(this->At("w/new")).ok());
+  EXPECT_TRUE(wait_for({DirEvent::Kind::kRemoved, "new"}));
+  ASSERT_TRUE(sys.Rmdir(this->At("w")).ok());
+  EXPECT_TRUE(wait_for({DirEvent::Kind::kDirectoryGone, ""}));
 }
 
 // --- The descriptor calls, one by one -----------------------------------------
