@@ -11,6 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "pkg/base/annotate.h"
+#include "pkg/base/cancel.h"
+#include "pkg/base/clock.h"
 #include "pkg/base/worker_pool.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
@@ -42,34 +44,41 @@ absl::Status DidNotReturn(absl::string_view what, absl::Duration timeout) {
       absl::StrCat(what, " did not return within ", absl::FormatDuration(timeout)));
 }
 
+base::Clock* ClockOf(const UnmountOptions& opts) {
+  return opts.clock != nullptr ? opts.clock : base::RealClock();
+}
+
 template <typename R>
 struct BoundedCall {
   std::function<R()> fn;
+  base::CancelToken returned;  // cancelled once `result` is set
   absl::Mutex mu;
-  bool done ABSL_GUARDED_BY(mu) = false;
-  R result ABSL_GUARDED_BY(mu);
+  std::optional<R> result ABSL_GUARDED_BY(mu);
 };
 
 // Runs `fn` on a worker of the process-wide pool and waits at most `timeout`
-// for it; R is absl::Status or an absl::StatusOr. A call that does not
-// return in time goes on in the background and its result is dropped.
+// on `clock` for it; R is absl::Status or an absl::StatusOr. A call that
+// does not return in time goes on in the background and its result is
+// dropped.
 template <typename R>
-R RunBounded(std::function<R()> fn, absl::Duration timeout, absl::string_view what) {
+R RunBounded(std::function<R()> fn, absl::Duration timeout, absl::string_view what,
+             base::Clock* clock) {
   if (timeout == absl::InfiniteDuration()) return fn();
   auto call = std::make_shared<BoundedCall<R>>();
   call->fn = std::move(fn);
   absl::Status started = base::WorkerPool::Default().Run([call] {
     R result = call->fn();
-    absl::MutexLock lock(&call->mu);
-    call->result = std::move(result);
-    call->done = true;
+    {
+      absl::MutexLock lock(&call->mu);
+      call->result = std::move(result);
+    }
+    call->returned.Cancel();
   });
   if (!started.ok()) return Annotate(started, what);
+  clock->SleepUntil(clock->Now() + timeout, &call->returned);
   absl::MutexLock lock(&call->mu);
-  if (!call->mu.AwaitWithTimeout(absl::Condition(&call->done), timeout)) {
-    return DidNotReturn(what, timeout);
-  }
-  return call->result;
+  if (!call->result.has_value()) return DidNotReturn(what, timeout);
+  return *call->result;
 }
 
 enum class UnmountOutcome { kUnmounted, kNotMounted };
@@ -98,7 +107,8 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
       last = *std::move(plain_result);
     } else {
       last = RunBounded<absl::Status>([s, target, flags] { return s->Unmount(target, flags); },
-                                      step.timeout, absl::StrCat(step.name, " ", target));
+                                      step.timeout, absl::StrCat(step.name, " ", target),
+                                      ClockOf(opts));
     }
     if (last.ok()) return UnmountOutcome::kUnmounted;
     std::optional<int> err = ErrnoOf(last);
@@ -171,12 +181,15 @@ struct QuickOutcome {
 struct QuickPass {
   enum Stage { kStat, kUnmount, kRemove, kDone };
   absl::Mutex mu;
-  explicit QuickPass(absl::Duration step_timeout)
-      : step_timeout(step_timeout), step_deadline(absl::Now() + step_timeout) {}
+  QuickPass(absl::Duration step_timeout, base::Clock* clock)
+      : step_timeout(step_timeout), clock(clock), step_deadline(clock->Now() + step_timeout) {}
 
   const absl::Duration step_timeout;  // each stage's own (plain_timeout)
+  base::Clock* const clock;
   Stage stage ABSL_GUARDED_BY(mu) = kStat;
   absl::Time step_deadline ABSL_GUARDED_BY(mu);  // when the current stage times out
+  // The caller's wait, cancelled when the stage changes.
+  std::shared_ptr<base::CancelToken> moved ABSL_GUARDED_BY(mu);
   bool abandoned ABSL_GUARDED_BY(mu) = false;
   std::optional<FileInfo> mounted ABSL_GUARDED_BY(mu);  // the layer being unmounted
   QuickOutcome outcome ABSL_GUARDED_BY(mu);
@@ -186,8 +199,9 @@ struct QuickPass {
     absl::MutexLock lock(&mu);
     if (abandoned) return false;
     stage = next;
-    step_deadline = absl::Now() + step_timeout;
+    step_deadline = clock->Now() + step_timeout;
     if (info != nullptr) mounted = *info;
+    if (moved != nullptr) moved->Cancel();
     return true;
   }
   // False once the caller stopped waiting: the pass must do nothing more.
@@ -200,6 +214,7 @@ struct QuickPass {
     if (abandoned) return;
     outcome = std::move(out);
     stage = kDone;
+    if (moved != nullptr) moved->Cancel();
   }
 };
 
@@ -237,11 +252,12 @@ absl::Status CarefulCleanup(Syscalls& sys, const std::string& path, const Unmoun
     // A stat of a hung mount can block like an unmount; bound it the same way
     // and treat a timeout like a corrupted mount.
     Syscalls* s = &sys;
-    absl::StatusOr<FileInfo> info = layer == 0 && first.stat.has_value()
-                                        ? *first.stat
-                                        : RunBounded<absl::StatusOr<FileInfo>>(
-                                              [s, path] { return s->Stat(path); },
-                                              opts.plain_timeout, absl::StrCat("statx ", path));
+    absl::StatusOr<FileInfo> info =
+        layer == 0 && first.stat.has_value()
+            ? *first.stat
+            : RunBounded<absl::StatusOr<FileInfo>>([s, path] { return s->Stat(path); },
+                                                   opts.plain_timeout, absl::StrCat("statx ", path),
+                                                   ClockOf(opts));
     std::optional<absl::Status> plain_result = layer == 0 ? std::move(first.unmount) : std::nullopt;
     bool mounted = false;
     if (plain_result.has_value()) {
@@ -290,7 +306,7 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   std::string path = CleanPath(target);
   // The quick pass runs on one worker, waited for at most plain_timeout: one
   // hand-over per cleanup in the common case instead of one per step.
-  auto pass = std::make_shared<QuickPass>(opts.plain_timeout);
+  auto pass = std::make_shared<QuickPass>(opts.plain_timeout, ClockOf(opts));
   if (opts.plain_timeout == absl::InfiniteDuration()) {
     RunQuickPass(sys, path, *pass);
   } else {
@@ -301,21 +317,25 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   }
   QuickOutcome first;
   {
-    absl::MutexLock lock(&pass->mu);
     // Each stage (a stat, a plain umount, the rmdir) has plain_timeout of
-    // its own, as when each ran on a worker of its own. The caller wakes at
-    // a deadline or at the end, not at every stage.
-    auto done = [&pass]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass->mu) {
-      return pass->stage == QuickPass::kDone;
-    };
+    // its own, as when each ran on a worker of its own. The caller wakes
+    // when the stage changes, at the end, or at the stage's deadline.
+    absl::MutexLock lock(&pass->mu);
     bool finished = false;
     while (true) {
-      const absl::Time deadline = pass->step_deadline;
-      if (pass->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+      if (pass->stage == QuickPass::kDone) {
         finished = true;
         break;
       }
-      if (pass->step_deadline == deadline) break;  // this stage hung past its deadline
+      const absl::Time deadline = pass->step_deadline;
+      auto moved = std::make_shared<base::CancelToken>();
+      pass->moved = moved;
+      pass->mu.Unlock();
+      bool reached = pass->clock->SleepUntil(deadline, moved.get());
+      pass->mu.Lock();
+      if (reached && pass->stage != QuickPass::kDone && pass->step_deadline == deadline) {
+        break;  // this stage hung past its deadline
+      }
     }
     if (finished) {
       first = std::move(pass->outcome);

@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "pkg/base/clock.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
@@ -50,6 +51,9 @@ struct UnmountOptions {
   // whole superblock (a network file system's umount_begin aborts its
   // requests), so every other mount of it would suffer.
   bool force = true;
+  // Tells the time every step's timeout is counted in (borrowed; null: the
+  // real clock).
+  base::Clock* clock = nullptr;
 };
 
 // Unmounts the top-most mount at `target`: umount2(0); on EBUSY, a timeout or

@@ -3,10 +3,12 @@
 #include <sys/mount.h>
 
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "pkg/base/fake_clock.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/syscalls_wrapper.h"
 #include "pkg/volume/testing/fake_syscalls.h"
@@ -21,6 +23,32 @@ UnmountOptions Short() {
   o.plain_timeout = absl::Milliseconds(50);
   o.force_timeout = absl::Milliseconds(50);
   o.detach_timeout = absl::Milliseconds(50);
+  return o;
+}
+
+// Runs `fn` on a thread of its own while the fake clock passes each timeout
+// in turn: for each, once `sys` has `hung` calls of `op` stuck (the first
+// 1, then 2, ...) and the caller sleeps on `clock`, the time moves on by
+// it. The shipped timeouts then cost no real time.
+absl::Status WithTimeoutsPassing(base::FakeClock& clock, FakeSyscalls& sys, Op op,
+                                 const std::vector<absl::Duration>& timeouts,
+                                 const std::function<absl::Status()>& fn) {
+  absl::Status status;
+  std::thread caller([&] { status = fn(); });
+  int hung = 0;
+  for (absl::Duration timeout : timeouts) {
+    EXPECT_TRUE(sys.AwaitHung(op, ++hung, absl::Seconds(30)));
+    EXPECT_TRUE(clock.AwaitSleepers(1));
+    clock.Advance(timeout);
+  }
+  caller.join();
+  return status;
+}
+
+// The shipped timeouts (30, 10 and 5 s) on a fake clock.
+UnmountOptions OnClock(base::FakeClock* clock) {
+  UnmountOptions o;
+  o.clock = clock;
   return o;
 }
 
@@ -147,10 +175,14 @@ TEST(EscalationTest, HungPlainCallCannotHoldTheCaller) {
   ASSERT_TRUE(sys.AddDir("/m").ok());
   ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
   sys.Hang(Op::kUnmount);
-  UnmountOptions opts = Short();
+  base::FakeClock clock;
+  UnmountOptions opts = OnClock(&clock);
   // The hung plain call times out; the forced call hangs too; so does detach.
-  absl::Status s = UnmountWithEscalation(sys, "/m", opts);
+  absl::Status s = WithTimeoutsPassing(
+      clock, sys, Op::kUnmount, {opts.plain_timeout, opts.force_timeout, opts.detach_timeout},
+      [&] { return UnmountWithEscalation(sys, "/m", opts); });
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("umount -l /m did not return within 5s"), std::string::npos) << s;
   EXPECT_EQ(Flags(sys), (std::vector<int>{0, MNT_FORCE, MNT_DETACH}));
   EXPECT_TRUE(sys.AwaitHung(Op::kUnmount, 3, absl::Seconds(30)));
   sys.Release(Op::kUnmount);  // the calls left behind finish
@@ -161,9 +193,12 @@ TEST(EscalationTest, HungPlainThenForceWorks) {
   ASSERT_TRUE(sys.AddDir("/m").ok());
   ASSERT_TRUE(sys.Mount("t", "/m", "tmpfs", 0, "").ok());
   sys.HangNext(Op::kUnmount, 1);
-  UnmountOptions opts = Short();
+  base::FakeClock clock;
+  UnmountOptions opts = OnClock(&clock);
   opts.force_timeout = absl::InfiniteDuration();
-  EXPECT_TRUE(UnmountWithEscalation(sys, "/m", opts).ok());
+  EXPECT_TRUE(WithTimeoutsPassing(clock, sys, Op::kUnmount, {opts.plain_timeout}, [&] {
+                return UnmountWithEscalation(sys, "/m", opts);
+              }).ok());
   EXPECT_EQ(Flags(sys), (std::vector<int>{0, MNT_FORCE}));
   EXPECT_EQ(sys.MountCount(), 0);
   EXPECT_EQ(sys.HungCount(Op::kUnmount), 1);  // the plain call is still stuck
@@ -346,7 +381,10 @@ TEST(CleanupMountPointTest, HungStatIsTreatedLikeCorruption) {
   ASSERT_TRUE(sys.AddDir("/t").ok());
   ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
   sys.HangNext(Op::kStat, 1);
-  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  base::FakeClock clock;
+  absl::Status s = WithTimeoutsPassing(clock, sys, Op::kStat, {absl::Seconds(30)}, [&] {
+    return CleanupMountPoint(sys, "/t", OnClock(&clock));
+  });
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_FALSE(sys.Exists("/t"));
   EXPECT_EQ(sys.CallCount(Op::kReadMountInfo), 1);  // the table stood in for the stat
@@ -358,7 +396,10 @@ TEST(CleanupMountPointTest, HungPlainUnmountGoesOnToForceNotAgainToPlain) {
   ASSERT_TRUE(sys.AddDir("/t").ok());
   ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
   sys.HangNext(Op::kUnmount, 1);
-  absl::Status s = CleanupMountPoint(sys, "/t", Short());
+  base::FakeClock clock;
+  absl::Status s = WithTimeoutsPassing(clock, sys, Op::kUnmount, {absl::Seconds(30)}, [&] {
+    return CleanupMountPoint(sys, "/t", OnClock(&clock));
+  });
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_FALSE(sys.Exists("/t"));
   // The plain umount that hung is not tried again: the next step is forced.
