@@ -21,7 +21,7 @@
 #include "pkg/driver/controller.h"
 #include "pkg/driver/lfs.h"
 #include "pkg/driver/lustre_imports.h"
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/factory.h"
 #include "pkg/driver/node.h"
 #include "pkg/driver/project_ids.h"
 #include "pkg/driver/readiness.h"
@@ -207,14 +207,30 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(server::MetricsRegistry* m
   return HttpServer::Start(FLAGS_metrics_address, metrics, std::move(ready));
 }
 
+// The mode's part of the flags; the system (sys, ns) is filled in when it is
+// made.
+driver::ModeEnv ModeFlags(bool shared_clients, server::MetricsRegistry* metrics) {
+  driver::ModeEnv env;
+  env.lustre.mount_helper = FLAGS_mount_helper;
+  env.lustre.working_mount_dir = FLAGS_working_mount_dir;
+  env.lustre.mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
+  env.shared_clients = shared_clients && FLAGS_lustre_client == "shared";
+  env.shared.client_dir = FLAGS_lustre_client_dir.empty()
+                              ? absl::StrCat(FLAGS_working_mount_dir, "/clients")
+                              : FLAGS_lustre_client_dir;
+  env.local_root = FLAGS_local_root;
+  env.metrics = metrics;
+  return env;
+}
+
 absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
-  if (mode != "lustre" && mode != "mock" && mode != "local") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "lustre-csi ", role, ": --mount-mode must be lustre, mock or local, not '", mode, "'"));
+  const driver::ModeSpec* spec = driver::FindMode(mode);
+  if (spec == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("lustre-csi ", role, ": --mount-mode must be ",
+                                                   driver::ModeNames(), ", not '", mode, "'"));
   }
-  if (mode == "local" && FLAGS_local_root.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lustre-csi ", role, ": --mount-mode=local needs --local-root"));
+  if (absl::Status s = spec->check(ModeFlags(true, nullptr)); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("lustre-csi ", role, ": ", s.message()));
   }
   if (FLAGS_max_concurrent_mounts < 1 || FLAGS_mount_timeout_seconds < 1 ||
       FLAGS_readiness_interval_seconds < 1 || FLAGS_call_timeout_seconds < 1) {
@@ -249,17 +265,17 @@ absl::Status CheckMountMode(const std::string& role, const std::string& mode) {
 }
 
 // What a role needs to reach file systems: the driver's view of the system,
-// where mounts are made, and the backend on top.
+// where mounts are made, and the mount mode on top.
 struct Mounting {
+  const driver::ModeSpec* spec = nullptr;
   std::unique_ptr<volume::Syscalls> linux;
-  std::unique_ptr<volume::MountNamespace> ns;  // lustre mode only
-  std::unique_ptr<volume::Syscalls> sys;       // unmounts routed to `ns` in lustre mode
-  std::unique_ptr<driver::MountBackend> backend;
-  // The controller's way into file systems: the backend, but for mock mode,
-  // which has none.
+  std::unique_ptr<volume::MountNamespace> ns;  // modes with a Lustre client only
+  std::unique_ptr<volume::Syscalls> sys;       // unmounts routed to `ns` there
+  std::unique_ptr<driver::MountMode> mode;
+  // The controller's way into file systems (none in mock mode).
   driver::FileSystemAccess* file_systems = nullptr;
   std::unique_ptr<driver::ReadinessMonitor> readiness;
-  std::unique_ptr<driver::LustreTool> lfs;  // lustre mode only
+  std::unique_ptr<driver::LustreTool> lfs;  // modes with a Lustre client only
 
   volume::Syscalls* view() { return sys ? sys.get() : linux.get(); }
 };
@@ -277,38 +293,27 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
   linux_options.bind_staging_dir =
       (std::filesystem::absolute(socket).parent_path() / "bind-staging").string();
   m.linux = volume::NewLinuxSyscalls(linux_options);
-  absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
-  if (mode == "mock") {
-    m.backend = driver::NewMockBackend(m.linux.get());
-  } else if (mode == "local") {
-    m.backend = driver::NewLocalBackend(m.linux.get(), FLAGS_local_root);
-  } else {
+  m.spec = driver::FindMode(mode);  // CheckMountMode found it
+  driver::ModeEnv env = ModeFlags(shared_clients, metrics);
+  if (m.spec->lustre_client) {
+    absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
     m.ns = volume::NewLinuxMountNamespace(
         FLAGS_mount_namespace == "current" ? "" : FLAGS_mount_namespace, mount_timeout);
     m.sys = volume::UnmountingIn(m.linux.get(), m.ns.get());
-    driver::LustreBackendOptions options;
-    options.mount_helper = FLAGS_mount_helper;
-    options.working_mount_dir = FLAGS_working_mount_dir;
-    options.mount_timeout = mount_timeout;
-    m.backend = driver::NewLustreBackend(m.sys.get(), m.ns.get(), options);
     m.lfs = driver::NewLfsTool(m.ns.get(), {FLAGS_lfs, mount_timeout});
-    if (shared_clients && FLAGS_lustre_client == "shared") {
-      driver::SharedClientOptions shared;
-      shared.client_dir = FLAGS_lustre_client_dir.empty()
-                              ? absl::StrCat(FLAGS_working_mount_dir, "/clients")
-                              : FLAGS_lustre_client_dir;
-      // From a container the binds must go out to the host's namespace.
-      absl::StatusOr<bool> own = m.ns->IsOwn();
-      shared.binds_must_propagate = !own.ok() || !*own;
-      m.backend =
-          driver::NewSharedClientBackend(m.sys.get(), std::move(m.backend), shared, metrics);
-    }
+    // From a container the binds must go out to the host's namespace.
+    absl::StatusOr<bool> own = m.ns->IsOwn();
+    env.shared.binds_must_propagate = !own.ok() || !*own;
   }
-  driver::MountBackend* backend = m.backend.get();
-  if (mode != "mock") m.file_systems = backend;
+  env.sys = m.view();
+  env.ns = m.ns.get();
+  driver::ModeInstance made = m.spec->make(env);
+  m.mode = std::move(made.mode);
+  m.file_systems = made.file_systems;
+  driver::MountMode* mounting = m.mode.get();
   m.readiness = std::make_unique<driver::ReadinessMonitor>(
-      [backend] { return backend->CheckReady(); }, absl::Seconds(FLAGS_readiness_interval_seconds),
-      metrics);
+      [mounting] { return mounting->CheckReady(); },
+      absl::Seconds(FLAGS_readiness_interval_seconds), metrics);
   m.readiness->Start();
   return m;
 }
@@ -364,7 +369,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   ReportKernel(&metrics);
   std::optional<Mounting> mounting;
   if (!mode.empty()) mounting = MakeMounting(mode, &metrics, roles.node, *socket);
-  driver::MountBackend* backend = mounting.has_value() ? mounting->backend.get() : nullptr;
+  driver::MountMode* mount_mode = mounting.has_value() ? mounting->mode.get() : nullptr;
   driver::ReadinessMonitor* readiness = mounting.has_value() ? mounting->readiness.get() : nullptr;
   auto ready = [readiness] { return readiness ? readiness->Current() : absl::OkStatus(); };
   version::BuildInfo build = version::GetBuildInfo(FLAGS_drivername);
@@ -384,13 +389,14 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
     options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
     options.retry_wait = absl::Seconds(FLAGS_call_timeout_seconds);
-    if (mode == "lustre") {
+    if (mounting->spec->lustre_client) {
       client_imports = std::make_unique<driver::LustreImports>(
           mounting->view(), driver::LustreParamDirs(FLAGS_lustre_params_root), base::RealClock());
       client_imports->Export(&metrics);
       options.client_imports = client_imports.get();
     }
-    node_logic = std::make_unique<driver::NodeLogic>(options, mounting->view(), backend, readiness);
+    node_logic =
+        std::make_unique<driver::NodeLogic>(options, mounting->view(), mount_mode, readiness);
     node = std::make_unique<driver::NodeService>(node_logic.get(), &metrics);
     node->AddRoutes(routes);
   }

@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "pkg/driver/lfs.h"
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/mode.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/driver/project_ids.h"
 #include "pkg/driver/volume_locks.h"

@@ -89,9 +89,9 @@ TEST(ControllerLogicTest, SameRequestIsIdempotentConflictIsAlreadyExists) {
 
 // A file system at a directory of an in-memory file system, for the logic
 // above the mount seam.
-class DirBackend : public FileSystemAccess {
+class DirFileSystems : public FileSystemAccess {
  public:
-  DirBackend(volume::Syscalls* sys, std::string root) : sys_(sys), root_(std::move(root)) {}
+  DirFileSystems(volume::Syscalls* sys, std::string root) : sys_(sys), root_(std::move(root)) {}
   absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn& fn) override {
     if (!reachable) return absl::UnavailableError("file system unreachable");
     return fn(*sys_, root_);
@@ -109,15 +109,15 @@ TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
   volume::FakeSyscalls sys;
   const std::string root = "/fs";
   ASSERT_TRUE(sys.AddDir(root).ok());
-  DirBackend backend(&sys, root);
+  DirFileSystems file_systems(&sys, root);
   CreateVolumeArgs args = Args("pvc-p");
   args.parameters["sub-dir"] = "volumes/pvc-p";
   args.parameters["create-sub-dir"] = "true";
   args.required_bytes = 10 * kGiB;
-  absl::StatusOr<CreatedVolume> first = ControllerLogic(&backend).Create(args);
+  absl::StatusOr<CreatedVolume> first = ControllerLogic(&file_systems).Create(args);
   ASSERT_TRUE(first.ok()) << first.status();
 
-  ControllerLogic restarted(&backend);
+  ControllerLogic restarted(&file_systems);
   absl::StatusOr<CreatedVolume> again = restarted.Create(args);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->volume_id, first->volume_id);
@@ -125,30 +125,30 @@ TEST(ControllerLogicTest, ProvisionedVolumesAreKnownAfterARestart) {
   CreateVolumeArgs spelled = args;
   spelled.parameters.erase("fs-name");
   spelled.parameters["FS-Name"] = "lustrefs";
-  EXPECT_TRUE(ControllerLogic(&backend).Create(spelled).ok());
+  EXPECT_TRUE(ControllerLogic(&file_systems).Create(spelled).ok());
   CreateVolumeArgs bigger = args;
   bigger.required_bytes = 20 * kGiB;
-  EXPECT_EQ(ControllerLogic(&backend).Create(bigger).status().code(),
+  EXPECT_EQ(ControllerLogic(&file_systems).Create(bigger).status().code(),
             absl::StatusCode::kAlreadyExists);
   CreateVolumeArgs other = args;
   other.parameters["sub-dir-on-delete"] = "delete";
-  EXPECT_EQ(ControllerLogic(&backend).Create(other).status().code(),
+  EXPECT_EQ(ControllerLogic(&file_systems).Create(other).status().code(),
             absl::StatusCode::kAlreadyExists);
 
   // Validation: the sub-dir is there; unreachable decides nothing; gone is
   // NOT_FOUND; without the context's create-sub-dir, nothing is looked at.
-  EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).ok());
-  backend.reachable = false;
-  EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).ok());
-  backend.reachable = true;
+  EXPECT_TRUE(ControllerLogic(&file_systems).CheckExists(first->volume_id, first->context).ok());
+  file_systems.reachable = false;
+  EXPECT_TRUE(ControllerLogic(&file_systems).CheckExists(first->volume_id, first->context).ok());
+  file_systems.reachable = true;
   ASSERT_TRUE(volume::RemoveTreeBeneath(sys, root, "volumes/pvc-p", 8).ok());
-  EXPECT_EQ(ControllerLogic(&backend).CheckExists(first->volume_id, first->context).code(),
+  EXPECT_EQ(ControllerLogic(&file_systems).CheckExists(first->volume_id, first->context).code(),
             absl::StatusCode::kNotFound);
-  EXPECT_TRUE(ControllerLogic(&backend).CheckExists(first->volume_id).ok());
+  EXPECT_TRUE(ControllerLogic(&file_systems).CheckExists(first->volume_id).ok());
   // An id whose fields no context could hold is not a volume of ours.
-  EXPECT_EQ(ControllerLogic(&backend).CheckExists("pv#lustrefs#-oremount##f").code(),
+  EXPECT_EQ(ControllerLogic(&file_systems).CheckExists("pv#lustrefs#-oremount##f").code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(ControllerLogic(&backend).CheckExists("pv#lustrefs#10.0.0.4#../x#f").code(),
+  EXPECT_EQ(ControllerLogic(&file_systems).CheckExists("pv#lustrefs#10.0.0.4#../x#f").code(),
             absl::StatusCode::kNotFound);
 }
 
@@ -188,8 +188,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCreate{"v", {{"mgs-ip-address", "m"}, {"fs-name", "f"}, {"SkuName", "x"}}, "SkuName"},
         BadCreate{"v", {{"fs-name", "f"}}, "mgs-ip-address must be provided"}));
 
-TEST(ControllerLogicTest, SubDirProvisioningNeedsAFileSystemBackend) {
-  ControllerLogic logic;  // no backend
+TEST(ControllerLogicTest, SubDirProvisioningNeedsAFileSystemAccess) {
+  ControllerLogic logic;  // no file_systems
   CreateVolumeArgs args = Args();
   args.parameters["create-sub-dir"] = "true";
   args.parameters["sub-dir"] = "vol";
@@ -268,7 +268,7 @@ class QuotaControllerTest : public testing::Test {
   void SetUp() override { ASSERT_TRUE(sys_.AddDir(kRoot).ok()); }
 
   ControllerLogic Logic(ProjectIdRange range = {500, 599}) {
-    return ControllerLogic(&backend_, {&lfs_, range});
+    return ControllerLogic(&mode_, {&lfs_, range});
   }
 
   static CreateVolumeArgs QuotaArgs(const std::string& name, int64_t bytes) {
@@ -292,7 +292,7 @@ class QuotaControllerTest : public testing::Test {
 
   static constexpr char kRoot[] = "/fs";
   volume::FakeSyscalls sys_;
-  DirBackend backend_{&sys_, kRoot};
+  DirFileSystems mode_{&sys_, kRoot};
   FakeLustreTool lfs_;
 };
 
@@ -488,7 +488,7 @@ TEST_F(QuotaControllerTest, AForgedMarkerCannotReachAnotherVolumesProject) {
 }
 
 TEST_F(QuotaControllerTest, WithoutTheHostsLfsQuotaAndLayoutAreAPrecondition) {
-  ControllerLogic no_lfs(&backend_);
+  ControllerLogic no_lfs(&mode_);
   absl::Status s = no_lfs.Create(QuotaArgs("pvc-n", kGiB)).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("lfs"));

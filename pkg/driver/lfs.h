@@ -3,7 +3,7 @@
 // and a default file layout. The tool runs like the mount helper (host_tool.h):
 // in the mount namespace, no shell, bounded by a timeout, so it always matches
 // the host's Lustre modules. Paths are those of a file system root mounted by
-// MountBackend::WithFileSystemRoot (the same path in both views).
+// FileSystemAccess::WithFileSystemRoot (the same path in both views).
 #ifndef LUSTRE_CSI_PKG_DRIVER_LFS_H_
 #define LUSTRE_CSI_PKG_DRIVER_LFS_H_
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
+#include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/metrics.h"
 #include "pkg/volume/mount_table.h"
@@ -41,7 +42,7 @@ absl::Status Aborted(const std::string& target) {
 
 // Whether `path` holds the volume and its figures: the calls that reach the
 // file system, which may never return.
-absl::StatusOr<VolumeStats> LookAtVolume(MountBackend& backend, volume::Syscalls& sys,
+absl::StatusOr<VolumeStats> LookAtVolume(MountMode& mode, volume::Syscalls& sys,
                                          const std::string& volume_id, const std::string& path) {
   // The path must name a target itself, with no symlink on the way: below a
   // target everything is the tenant's, and a link there would lead to the
@@ -61,7 +62,7 @@ absl::StatusOr<VolumeStats> LookAtVolume(MountBackend& backend, volume::Syscalls
     return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
   }
   VolumeStats stats;
-  absl::StatusOr<bool> mounted = backend.IsPublished(path);
+  absl::StatusOr<bool> mounted = mode.IsPublished(path);
   if (!mounted.ok()) {
     if (mounted.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(absl::StrCat("volume path ", path, " does not exist"));
@@ -115,11 +116,11 @@ absl::Status ValidateTargetPath(const std::string& path) {
   return absl::OkStatus();
 }
 
-NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend,
+NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountMode* mode,
                      ReadinessMonitor* readiness)
     : options_(std::move(options)),
       sys_(sys),
-      backend_(backend),
+      mode_(mode),
       readiness_(readiness),
       mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout),
       clock_(options_.clock != nullptr ? options_.clock : base::RealClock()),
@@ -176,7 +177,7 @@ absl::Status NodeLogic::PublishWork(const PublishRequest& req) {
   absl::Status status = PublishLocked(req);
   if (status.ok() && Abandoned(req.target_path)) {
     // The CO gave up on this publish and unpublished: nothing may stay.
-    absl::Status undone = backend_->Unpublish(req.target_path);
+    absl::Status undone = mode_->Unpublish(req.target_path);
     {
       absl::MutexLock groups(&groups_mu_);
       published_groups_.erase(req.target_path);
@@ -223,7 +224,7 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
   } else if (!mounted.ok() && volume::IsCorruptedError(mounted.status())) {
     LOG(WARNING) << "target " << req.target_path << " holds a corrupted mount (" << mounted.status()
                  << "); unmounting it before mounting again";
-    if (absl::Status s = backend_->Repair(req.target_path); !s.ok()) {
+    if (absl::Status s = mode_->Repair(req.target_path); !s.ok()) {
       return volume::Annotate(s, "repairing corrupted mount at target");
     }
     mounted = checker.IsMountPoint(req.target_path);
@@ -231,7 +232,7 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
   if (!mounted.ok()) return volume::Annotate(mounted.status(), "inspecting target");
 
   if (*mounted) {
-    absl::StatusOr<bool> same = backend_->IsMountOf(source, req.target_path, *options);
+    absl::StatusOr<bool> same = mode_->IsMountOf(source, req.target_path, *options);
     if (!same.ok()) return volume::Annotate(same.status(), "inspecting the mount at target");
     if (!*same) {
       return absl::AlreadyExistsError(
@@ -261,8 +262,8 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
     }
   }
   if (status.ok()) {
-    status = backend_->Publish({std::move(source), req.target_path, std::move(*options),
-                                req.read_only, req.volume_mount_group, &mount_slots_});
+    status = mode_->Publish({std::move(source), req.target_path, std::move(*options), req.read_only,
+                             req.volume_mount_group, &mount_slots_});
   }
   if (!status.ok() && created_target) {
     absl::Status removed = sys_->Rmdir(req.target_path);
@@ -293,7 +294,7 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
 absl::Status NodeLogic::UnpublishWork(const std::string& volume_id,
                                       const std::string& target_path) {
   if (absl::Status s = ClaimForUnpublish(target_path); !s.ok()) return s;
-  absl::Status status = backend_->Unpublish(target_path);
+  absl::Status status = mode_->Unpublish(target_path);
   if (status.ok()) {
     absl::MutexLock groups(&groups_mu_);
     published_groups_.erase(target_path);
@@ -382,11 +383,10 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
                                             absl::CHexEscape(path), "': ", s.message()));
   }
   // The file system may not answer: looked at on a worker, bounded.
-  MountBackend* backend = backend_;
+  MountMode* mode = mode_;
   volume::Syscalls* sys = sys_;
-  absl::StatusOr<VolumeStats> looked = stats_calls_.Call(path, [backend, sys, volume_id, path] {
-    return LookAtVolume(*backend, *sys, volume_id, path);
-  });
+  absl::StatusOr<VolumeStats> looked = stats_calls_.Call(
+      path, [mode, sys, volume_id, path] { return LookAtVolume(*mode, *sys, volume_id, path); });
   if (absl::IsDeadlineExceeded(looked.status())) {
     VolumeStats stats;
     stats.abnormal = true;

@@ -1,5 +1,5 @@
 // The node side of the Lustre driver as plain logic: publish, unpublish and
-// stats on this node, through a MountBackend and pkg/volume. The gRPC layer
+// stats on this node, through a MountMode and pkg/volume. The gRPC layer
 // (NodeService in services.h) checks the protocol-level fields and converts to and from
 // these structs.
 //
@@ -32,7 +32,7 @@
 #include "pkg/base/clock.h"
 #include "pkg/base/worker_pool.h"
 #include "pkg/driver/lustre_imports.h"
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/mode.h"
 #include "pkg/driver/mount_slots.h"
 #include "pkg/driver/readiness.h"
 #include "pkg/volume/metrics.h"
@@ -86,9 +86,9 @@ struct VolumeStats {
 
 class NodeLogic {
  public:
-  // `sys`, `backend` and `readiness` are borrowed and must outlive this
+  // `sys`, `mode` and `readiness` are borrowed and must outlive this
   // object; `readiness` may be null (no gate before mounting).
-  NodeLogic(NodeOptions options, volume::Syscalls* sys, MountBackend* backend,
+  NodeLogic(NodeOptions options, volume::Syscalls* sys, MountMode* mode,
             ReadinessMonitor* readiness = nullptr);
 
   // Mounts the volume described by `req.volume_context` on `req.target_path`
@@ -133,11 +133,10 @@ class NodeLogic {
   // later one; what runs goes on in the background.
   void StopWaiting();
   // Publishes, unpublishes and looks at file systems that have not returned
-  // (they use this object, its backend and its syscalls until they do).
+  // (they use this object, its mode and its syscalls until they do).
   int WorkInFlight();
 
   const NodeOptions& options() const { return options_; }
-  MountBackend* backend() const { return backend_; }
 
  private:
   absl::Status PublishWork(const PublishRequest& req);
@@ -171,7 +170,7 @@ class NodeLogic {
 
   const NodeOptions options_;
   volume::Syscalls* const sys_;
-  MountBackend* const backend_;
+  MountMode* const mode_;
   ReadinessMonitor* const readiness_;
   absl::Mutex targets_mu_;
   std::map<std::string, TargetWork> targets_ ABSL_GUARDED_BY(targets_mu_);

@@ -1,5 +1,5 @@
 // The node logic and its gRPC service, on the fake syscalls with the local
-// backend: every decision of publish, unpublish and stats, the validation
+// mode: every decision of publish, unpublish and stats, the validation
 // table, and the lock rules.
 #include "pkg/driver/node.h"
 
@@ -12,6 +12,8 @@
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
 #include "pkg/base/wait_until.h"
+#include "pkg/driver/modes/local_mode.h"
+#include "pkg/driver/modes/mock_mode.h"
 #include "pkg/driver/services.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/safe_path.h"
@@ -33,7 +35,7 @@ class NodeTest : public testing::Test {
     ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs").ok());
     ASSERT_TRUE(sys_.AddDir(kPods).ok());
     sys_.SetAtomicBinds(true);
-    backend_ = NewLocalBackend(&sys_, kRoot);
+    mode_ = NewLocalMode(&sys_, kRoot);
     MakeLogic(NodeOptions{});
   }
 
@@ -48,7 +50,7 @@ class NodeTest : public testing::Test {
 
   void MakeLogic(NodeOptions options) {
     options.node_id = "node-1";
-    logic_ = std::make_unique<NodeLogic>(options, &sys_, backend_.get());
+    logic_ = std::make_unique<NodeLogic>(options, &sys_, mode_.get());
   }
 
   static PublishRequest Request(std::string target, bool read_only = false) {
@@ -61,7 +63,7 @@ class NodeTest : public testing::Test {
   }
 
   FakeSyscalls sys_;
-  std::unique_ptr<MountBackend> backend_;
+  std::unique_ptr<MountMode> mode_;
   std::unique_ptr<NodeLogic> logic_;
 };
 
@@ -340,7 +342,7 @@ TEST_F(NodeTest, FsGroupFailureUndoesTheMount) {
 // Mock mode (the conformance suites'): a publish leaves a directory and no
 // mount; stats and unpublish take it as published.
 TEST_F(NodeTest, MockModePublishesDirectories) {
-  backend_ = NewMockBackend(&sys_);
+  mode_ = NewMockMode(&sys_);
   MakeLogic(NodeOptions{});
   ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
   EXPECT_TRUE(sys_.Exists("/pods/a"));
@@ -418,7 +420,7 @@ TEST_F(NodeTest, RepublishWithOtherFlagsOrGroupIsAlreadyExists) {
   group.volume_mount_group = 1000;
   EXPECT_EQ(logic_->Publish(group).code(), absl::StatusCode::kAlreadyExists);
   // After a restart the earlier group is not known: not refused.
-  NodeLogic restarted(NodeOptions{}, &sys_, backend_.get());
+  NodeLogic restarted(NodeOptions{}, &sys_, mode_.get());
   EXPECT_TRUE(restarted.Publish(group).ok());
 
   EXPECT_EQ(sys_.MountCount(), 1);

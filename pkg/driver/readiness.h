@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/mode.h"
 #include "pkg/server/metrics.h"
 
 namespace lustre_csi::driver {

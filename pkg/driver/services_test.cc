@@ -9,6 +9,7 @@
 #include <map>
 
 #include "gtest/gtest.h"
+#include "pkg/driver/modes/local_mode.h"
 #include "pkg/server/grpc_server.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 
@@ -21,10 +22,10 @@ class ServicesTest : public testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(sys_.AddDir("/lustre/lustrefs").ok());
-    backend_ = NewLocalBackend(&sys_, "/lustre");
+    mode_ = NewLocalMode(&sys_, "/lustre");
     NodeOptions options;
     options.node_id = "node-1";
-    node_logic_ = std::make_unique<NodeLogic>(options, &sys_, backend_.get());
+    node_logic_ = std::make_unique<NodeLogic>(options, &sys_, mode_.get());
     controller_logic_ = std::make_unique<ControllerLogic>(nullptr);
     identity_ = std::make_unique<IdentityService>(
         IdentityOptions{"azurelustre.csi.azure.com", "v1", true, nullptr}, nullptr);
@@ -36,7 +37,7 @@ class ServicesTest : public testing::Test {
   }
 
   volume::FakeSyscalls sys_;
-  std::unique_ptr<MountBackend> backend_;
+  std::unique_ptr<MountMode> mode_;
   std::unique_ptr<NodeLogic> node_logic_;
   std::unique_ptr<ControllerLogic> controller_logic_;
   std::unique_ptr<IdentityService> identity_;

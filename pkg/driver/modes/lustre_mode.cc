@@ -1,119 +1,27 @@
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/lustre_mode.h"
 
 #include <glog/logging.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 
-#include "absl/cleanup/cleanup.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/time/clock.h"
 #include "pkg/base/status_macros.h"
 #include "pkg/driver/host_tool.h"
-#include "pkg/driver/mount_backend_internal.h"
+#include "pkg/driver/modes/mounting_mode.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/driver/parameters.h"
-#include "pkg/volume/beneath.h"
-#include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/mount_table.h"
-#include "pkg/volume/mounter.h"
-#include "pkg/volume/ownership.h"
 #include "pkg/volume/safe_path.h"
 
 namespace lustre_csi::driver {
-namespace internal {
-
-absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source) {
-  if (source.sub_dir.empty()) return absl::OkStatus();
-  return fs.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
-    return volume::MkdirAllBeneath(sys, root, source.sub_dir, kSubDirMode);
-  });
-}
-
-absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& source,
-                                  const absl::Status& status) {
-  absl::Status named =
-      fs.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
-        return volume::ResolveBeneath(sys, root, source.sub_dir).status();
-      });
-  if (named.code() == absl::StatusCode::kInvalidArgument) return named;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "sub-dir \"", source.sub_dir, "\" of ", source.fs_name,
-      " is not a directory on the server: a component is a symlink or a file (sub-dirs are "
-      "resolved without following symlinks): ",
-      status.message()));
-}
-
-absl::Status MountingMode::Publish(const PublishTarget& t) {
-  if (absl::Status s = MountHoldingSlot(t); !s.ok() || !t.volume_mount_group.has_value()) {
-    return s;
-  }
-  if (t.read_only) {
-    LOG(INFO) << "volume at " << t.target << " is read-only; fsGroup " << *t.volume_mount_group
-              << " not applied";
-    return absl::OkStatus();
-  }
-  absl::Status status =
-      volume::SetVolumeOwnership(*sys_, t.target, *t.volume_mount_group,
-                                 /*read_only=*/false, volume::FsGroupChangePolicy::kOnRootMismatch);
-  if (status.ok()) return status;
-  absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, target_unmount_);
-  if (!undo.ok()) LOG(ERROR) << "undoing mount at " << t.target << ": " << undo;
-  Release(t.target);
-  return volume::Annotate(status, "applying fsGroup");
-}
-
-absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
-  if (t.slots != nullptr) {
-    if (absl::Status s = t.slots->Acquire(); !s.ok()) return s;
-  }
-  absl::Cleanup release = [&t] {
-    if (t.slots != nullptr) t.slots->Release();
-  };
-  absl::Status status = Mount(t.source, t.target, t.options);
-  if (status.code() == absl::StatusCode::kNotFound && !t.source.sub_dir.empty()) {
-    // Most likely the sub-dir does not exist yet: create it and try again.
-    LOG(INFO) << "mounting " << t.source.Spec() << " failed (" << status.message()
-              << "); creating sub-dir " << t.source.sub_dir;
-    status = EnsureSubDirIn(*this, t.source);
-    if (status.ok()) status = Mount(t.source, t.target, t.options);
-  }
-  if (volume::ErrnoOf(status) == ENOTDIR && !t.source.sub_dir.empty()) {
-    return ExplainNotADirectory(*this, t.source, status);
-  }
-  return status;
-}
-
-absl::Status MountingMode::Unpublish(const std::string& target) {
-  absl::Status status = volume::CleanupMountPoint(*sys_, target, target_unmount_);
-  Release(target);
-  return status;
-}
-
-absl::Status MountingMode::Repair(const std::string& target) {
-  return volume::UnmountWithEscalation(*sys_, target, target_unmount_);
-}
-
-absl::StatusOr<bool> MountingMode::IsPublished(const std::string& path) {
-  return volume::MountChecker(sys_).IsMountPoint(path);
-}
-
-std::string MountedSpec(const volume::MountEntry& e) {
-  if (e.root.empty() || e.root == "/") return e.source;
-  return absl::StrCat(absl::StripSuffix(e.source, "/"), e.root);
-}
-
-}  // namespace internal
-
 namespace {
 
 using internal::MountedSpec;
@@ -138,9 +46,9 @@ bool InstallsLustre(absl::string_view modules_dep) {
   return false;
 }
 
-class LustreBackend : public internal::MountingMode {
+class LustreMode : public internal::MountingMode {
  public:
-  LustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns, LustreBackendOptions options)
+  LustreMode(volume::Syscalls* sys, volume::MountNamespace* ns, LustreModeOptions options)
       : MountingMode(sys), sys_(sys), ns_(ns), options_(std::move(options)) {}
 
   Readiness CheckReady() override {
@@ -310,143 +218,16 @@ class LustreBackend : public internal::MountingMode {
 
   volume::Syscalls* const sys_;
   volume::MountNamespace* const ns_;
-  const LustreBackendOptions options_;
+  const LustreModeOptions options_;
   std::atomic<uint64_t> next_dir_{0};
-};
-
-// The conformance suites' mode: a publish leaves the target a plain
-// directory, and an unpublish removes it.
-class MockBackend : public MountBackend {
- public:
-  explicit MockBackend(volume::Syscalls* sys) : sys_(sys) {}
-  Readiness CheckReady() override { return {}; }
-  absl::Status Publish(const PublishTarget& t) override {
-    VLOG(1) << "mock mount " << t.source.Spec() << " on " << t.target << " -o "
-            << absl::StrJoin(t.options, ",");
-    return absl::OkStatus();
-  }
-  absl::Status Unpublish(const std::string& target) override {
-    return volume::CleanupMountPoint(*sys_, target);
-  }
-  absl::Status Repair(const std::string& target) override {
-    return volume::UnmountWithEscalation(*sys_, target);
-  }
-  absl::StatusOr<bool> IsPublished(const std::string& path) override {
-    absl::StatusOr<volume::FileInfo> info = sys_->Stat(path);
-    if (!info.ok()) return info.status();
-    return true;
-  }
-  absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn&) override {
-    return absl::FailedPreconditionError("mock mount mode has no file system to work in");
-  }
-  absl::StatusOr<bool> IsMountOf(const LustreSource&, const std::string&,
-                                 const std::vector<std::string>&) override {
-    return false;
-  }
-
- private:
-  volume::Syscalls* const sys_;
-};
-
-class LocalBackend : public internal::MountingMode {
- public:
-  LocalBackend(volume::Syscalls* sys, std::string local_root)
-      : MountingMode(sys, internal::BindUnmountOptions()),
-        sys_(sys),
-        root_(std::move(local_root)) {}
-
-  Readiness CheckReady() override {
-    absl::StatusOr<volume::FileInfo> info = sys_->Stat(root_);
-    if (!info.ok()) {
-      return {absl::FailedPreconditionError(
-                  absl::StrCat("local root ", root_, " is not usable: ", info.status().message())),
-              "local-root"};
-    }
-    return {};
-  }
-
-  absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
-    absl::StatusOr<std::string> fs_root = FsRoot(source);
-    if (!fs_root.ok()) return fs_root.status();
-    return fn(*sys_, *fs_root);
-  }
-
-  // A bind from the directory resolved strictly beneath the file system's
-  // root (volume::BindDirBeneath), never from a path resolved again.
-  absl::Status Mount(const LustreSource& source, const std::string& target,
-                     const std::vector<std::string>& options) override {
-    absl::StatusOr<volume::BindOptions> flags = volume::ParseBindOptions(options);
-    if (!flags.ok() || flags->recursive) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bind mount of ", source.Spec(), " on ", target, ": ",
-                       flags.ok() ? "recursive binds are not offered" : flags.status().message()));
-    }
-    absl::StatusOr<std::string> fs_root = FsRoot(source);
-    if (!fs_root.ok()) return fs_root.status();
-    absl::Status bound =
-        volume::BindDirBeneath(*sys_, *fs_root, source.sub_dir, target, flags->flags);
-    if (bound.code() == absl::StatusCode::kUnimplemented) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("bind mount of ", source.Spec(), " on ", target, ": ", bound.message()));
-    }
-    return bound;
-  }
-
-  absl::StatusOr<bool> IsMountOf(const LustreSource& source, const std::string& target,
-                                 const std::vector<std::string>& options) override {
-    ASSIGN_OR_RETURN(std::string fs_root, FsRoot(source));
-    absl::StatusOr<volume::FileInfo> want =
-        source.sub_dir.empty() ? sys_->Stat(fs_root)
-                               : volume::StatBeneath(*sys_, fs_root, source.sub_dir);
-    if (absl::IsNotFound(want.status())) return false;
-    if (!want.ok()) return want.status();
-    ASSIGN_OR_RETURN(volume::FileInfo have, sys_->Stat(target));
-    if (want->dev != have.dev || want->ino != have.ino) return false;
-    volume::MountChecker checker(sys_);
-    ASSIGN_OR_RETURN(std::optional<volume::MountEntry> entry, checker.FindMountAt(target));
-    // A bind mount inherits its source mount's flags on top of those asked for.
-    return entry.has_value() && PerMountFlagsMatch(entry->options, options, false);
-  }
-
- private:
-  // <local-root>/<fs>, which must be a directory: it stands for the file
-  // system (the fs-name is checked: one component of [A-Za-z0-9_-]).
-  absl::StatusOr<std::string> FsRoot(const LustreSource& source) {
-    // Not every caller has validated it (a delete of any id).
-    if (absl::Status s = ValidateFsName(source.fs_name); !s.ok()) return s;
-    std::string fs_root = absl::StrCat(root_, "/", source.fs_name);
-    absl::StatusOr<volume::FileInfo> info = sys_->Stat(fs_root);
-    if (absl::IsNotFound(info.status())) {
-      return absl::NotFoundError(absl::StrCat("file system ", source.fs_name,
-                                              " does not exist (no directory ", fs_root, ")"));
-    }
-    if (!info.ok()) return info.status();
-    if (!volume::IsDirectoryMode(info->mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("file system ", source.fs_name, ": ", fs_root, " is not a directory"));
-    }
-    return fs_root;
-  }
-
-  volume::Syscalls* const sys_;
-  const std::string root_;
 };
 
 }  // namespace
 
-std::string LustreSource::Spec() const { return MountSource(mgs_address, fs_name, sub_dir); }
-
-std::unique_ptr<MountBackend> NewLustreBackend(volume::Syscalls* sys, volume::MountNamespace* ns,
-                                               LustreBackendOptions options) {
-  return std::make_unique<LustreBackend>(sys, ns, std::move(options));
-}
-
-std::unique_ptr<MountBackend> NewMockBackend(volume::Syscalls* sys) {
-  return std::make_unique<MockBackend>(sys);
-}
-
-std::unique_ptr<MountBackend> NewLocalBackend(volume::Syscalls* sys, std::string local_root) {
-  return std::make_unique<LocalBackend>(sys, std::move(local_root));
+std::unique_ptr<internal::MountingMode> NewLustreMode(volume::Syscalls* sys,
+                                                      volume::MountNamespace* ns,
+                                                      LustreModeOptions options) {
+  return std::make_unique<LustreMode>(sys, ns, std::move(options));
 }
 
 }  // namespace lustre_csi::driver

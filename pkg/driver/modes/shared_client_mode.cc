@@ -1,5 +1,5 @@
-// One Lustre client per file system per node; see NewSharedClientBackend in
-// mount_backend.h.
+#include "pkg/driver/modes/shared_client_mode.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -13,8 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "pkg/driver/mount_backend.h"
-#include "pkg/driver/mount_backend_internal.h"
+#include "pkg/driver/modes/mounting_mode.h"
 #include "pkg/driver/mount_options.h"
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/cleanup.h"
@@ -69,10 +68,10 @@ bool SameDevice(const volume::MountEntry& a, const volume::MountEntry& b) {
   return a.major == b.major && a.minor == b.minor;
 }
 
-class SharedClientBackend : public internal::MountingMode {
+class SharedClientMode : public internal::MountingMode {
  public:
-  SharedClientBackend(volume::Syscalls* sys, std::unique_ptr<MountBackend> clients,
-                      SharedClientOptions options, server::MetricsRegistry* metrics)
+  SharedClientMode(volume::Syscalls* sys, std::unique_ptr<MountMode> clients,
+                   SharedClientOptions options, server::MetricsRegistry* metrics)
       : MountingMode(sys, internal::BindUnmountOptions()),
         sys_(sys),
         clients_(std::move(clients)),
@@ -357,7 +356,7 @@ class SharedClientBackend : public internal::MountingMode {
     if (!table.ok()) return table.status();
     std::optional<volume::MountEntry> entry = volume::TopMountAt(*table, dir);
     if (entry.has_value()) {
-      // Only this backend mounts in its directories: a mount there of the
+      // Only this mode mounts in its directories: a mount there of the
       // file system is the client of this key, whatever form the helper gave
       // the MGS NIDs in the mount table.
       absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
@@ -465,7 +464,7 @@ class SharedClientBackend : public internal::MountingMode {
   }
 
   volume::Syscalls* const sys_;
-  const std::unique_ptr<MountBackend> clients_;
+  const std::unique_ptr<MountMode> clients_;
   const SharedClientOptions options_;
   server::Counter* publishes_ = nullptr;
   server::Gauge* client_gauge_ = nullptr;
@@ -478,12 +477,11 @@ class SharedClientBackend : public internal::MountingMode {
 
 }  // namespace
 
-std::unique_ptr<MountBackend> NewSharedClientBackend(volume::Syscalls* sys,
-                                                     std::unique_ptr<MountBackend> clients,
-                                                     SharedClientOptions options,
-                                                     server::MetricsRegistry* metrics) {
-  return std::make_unique<SharedClientBackend>(sys, std::move(clients), std::move(options),
-                                               metrics);
+std::unique_ptr<internal::MountingMode> NewSharedClientMode(volume::Syscalls* sys,
+                                                            std::unique_ptr<MountMode> clients,
+                                                            SharedClientOptions options,
+                                                            server::MetricsRegistry* metrics) {
+  return std::make_unique<SharedClientMode>(sys, std::move(clients), std::move(options), metrics);
 }
 
 }  // namespace lustre_csi::driver

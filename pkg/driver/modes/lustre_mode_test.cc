@@ -1,7 +1,7 @@
-// The lustre backend on fake syscalls and a fake mount namespace: what the
+// The lustre mode on fake syscalls and a fake mount namespace: what the
 // mount helper is given, how its exit status is read, readiness, the
 // working-dir root mount, and what publish does with sub-dirs.
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/lustre_mode.h"
 
 #include <sys/mount.h>
 
@@ -38,7 +38,7 @@ ProcessResult Exit(int code, std::string output = "") {
 // A root mount binds the server directory (so sub-dirs made through it
 // persist); a sub-dir mount needs /servers/<fs>/<sub> and shows the spec as
 // its source, as a Lustre mount does.
-class LustreBackendTest : public testing::Test {
+class LustreModeTest : public testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(sys_.AddDir("/servers/lustrefs").ok());
@@ -47,7 +47,7 @@ class LustreBackendTest : public testing::Test {
     ns_.AddProgram(kHelper, [this](const std::vector<std::string>& argv) { return Helper(argv); });
     ns_.SetFile("/proc/filesystems", "nodev\ttmpfs\nnodev\tlustre\n");
     options_.working_mount_dir = "/work/mounts";
-    backend_ = NewLustreBackend(view_.get(), &ns_, options_);
+    mode_ = NewLustreMode(view_.get(), &ns_, options_);
   }
 
   absl::StatusOr<ProcessResult> Helper(const std::vector<std::string>& argv) {
@@ -70,59 +70,59 @@ class LustreBackendTest : public testing::Test {
   FakeSyscalls sys_;
   FakeMountNamespace ns_{&sys_};
   std::unique_ptr<volume::Syscalls> view_ = volume::UnmountingIn(&sys_, &ns_);
-  LustreBackendOptions options_;
-  std::unique_ptr<MountBackend> backend_;
+  LustreModeOptions options_;
+  std::unique_ptr<internal::MountingMode> mode_;
   int fail_with_ = 0;
   bool invisible_ = false;
 };
 
-TEST_F(LustreBackendTest, HelperGetsOptionsSourceAndTargetInTheNamespace) {
+TEST_F(LustreModeTest, HelperGetsOptionsSourceAndTargetInTheNamespace) {
   ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
   ASSERT_TRUE(sys_.AddDir("/pods/a").ok());
   LustreSource source{"10.0.0.4@tcp", "lustrefs", "team"};
-  absl::Status mounted = backend_->Publish({source, "/pods/a", {"ro", "flock"}});
+  absl::Status mounted = mode_->Publish({source, "/pods/a", {"ro", "flock"}});
   ASSERT_TRUE(mounted.ok()) << mounted;
   EXPECT_THAT(ns_.Runs(), ElementsAre(ElementsAre(kHelper, "-o", "ro,flock",
                                                   "10.0.0.4@tcp:/lustrefs/team", "/pods/a")));
-  EXPECT_TRUE(*backend_->IsMountOf(source, "/pods/a", {}));
-  EXPECT_FALSE(*backend_->IsMountOf({"10.0.0.4@tcp", "lustrefs", "other"}, "/pods/a", {}));
-  EXPECT_FALSE(*backend_->IsMountOf(source, "/pods/a", {"noatime"}));
+  EXPECT_TRUE(*mode_->IsMountOf(source, "/pods/a", {}));
+  EXPECT_FALSE(*mode_->IsMountOf({"10.0.0.4@tcp", "lustrefs", "other"}, "/pods/a", {}));
+  EXPECT_FALSE(*mode_->IsMountOf(source, "/pods/a", {"noatime"}));
   // No options: no -o at all.
-  ASSERT_TRUE(backend_->Publish({source, "/work", {}}).ok());
+  ASSERT_TRUE(mode_->Publish({source, "/work", {}}).ok());
   EXPECT_THAT(ns_.Runs().back(), ElementsAre(kHelper, "10.0.0.4@tcp:/lustrefs/team", "/work"));
 }
 
-TEST_F(LustreBackendTest, MountThatDoesNotReachThisViewIsUndone) {
+TEST_F(LustreModeTest, MountThatDoesNotReachThisViewIsUndone) {
   ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
   ASSERT_TRUE(sys_.AddDir("/pods/a").ok());
   invisible_ = true;
-  absl::Status s = backend_->Publish({{"10.0.0.4@tcp", "lustrefs", "team"}, "/pods/a", {}});
+  absl::Status s = mode_->Publish({{"10.0.0.4@tcp", "lustrefs", "team"}, "/pods/a", {}});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("Bidirectional"));
   EXPECT_THAT(ns_.Unmounts(), ElementsAre("/pods/a"));
 }
 
-TEST_F(LustreBackendTest, UnreachableNamespaceIsAPrecondition) {
+TEST_F(LustreModeTest, UnreachableNamespaceIsAPrecondition) {
   ns_.SetUnreachable(true);
-  absl::Status s = backend_->Publish({{"10.0.0.4@tcp", "lustrefs", ""}, "/pods/a", {}});
+  absl::Status s = mode_->Publish({{"10.0.0.4@tcp", "lustrefs", ""}, "/pods/a", {}});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-  Readiness r = backend_->CheckReady();
+  Readiness r = mode_->CheckReady();
   EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.reason, "mount-namespace");
 }
 
-TEST_F(LustreBackendTest, OptionLikeArgumentsNeverRun) {
-  EXPECT_EQ(backend_->Publish({{"10.0.0.4@tcp", "lustrefs", ""}, "-x", {}}).code(),
+TEST_F(LustreModeTest, OptionLikeArgumentsNeverRun) {
+  EXPECT_EQ(mode_->Publish({{"10.0.0.4@tcp", "lustrefs", ""}, "-x", {}}).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(ns_.Runs().empty());
 }
 
 // Mounts made in the namespace under the working dir must show here: a
 // working dir the two views do not share is not ready, and says how to fix it.
-TEST_F(LustreBackendTest, AWorkingDirTheNamespaceDoesNotShareIsNotReady) {
-  ASSERT_TRUE(backend_->CheckReady().status.ok());
+TEST_F(LustreModeTest, AWorkingDirTheNamespaceDoesNotShareIsNotReady) {
+  ASSERT_TRUE(mode_->CheckReady().status.ok());
   ns_.SetNotShared("/work");
-  Readiness r = backend_->CheckReady();
+  Readiness r = mode_->CheckReady();
   EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.reason, "working-dir");
   EXPECT_THAT(r.status.message(), HasSubstr("client_state_dir"));
@@ -133,51 +133,51 @@ TEST_F(LustreBackendTest, AWorkingDirTheNamespaceDoesNotShareIsNotReady) {
   for (const std::string& name : *left) EXPECT_THAT(name, Not(HasSubstr("view-check"))) << name;
 }
 
-TEST_F(LustreBackendTest, ReadinessFollowsHelperAndModule) {
-  EXPECT_TRUE(backend_->CheckReady().status.ok());
+TEST_F(LustreModeTest, ReadinessFollowsHelperAndModule) {
+  EXPECT_TRUE(mode_->CheckReady().status.ok());
 
   ns_.SetFile("/proc/filesystems", "nodev\ttmpfs\n");
-  Readiness r = backend_->CheckReady();
+  Readiness r = mode_->CheckReady();
   EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.reason, "kernel-module");
   EXPECT_THAT(r.status.message(), HasSubstr("/proc/filesystems"));
   ns_.SetFile("/sys/module/lustre", "");
-  EXPECT_TRUE(backend_->CheckReady().status.ok());
+  EXPECT_TRUE(mode_->CheckReady().status.ok());
   ns_.RemoveFile("/sys/module/lustre");
   ns_.SetFile("/proc/sys/kernel/osrelease", "6.1.0-9-amd64\n");
   ns_.SetFile("/lib/modules/6.1.0-9-amd64/modules.dep",
               "kernel/fs/ext4/ext4.ko:\nextra/lustre/lustre.ko.xz: extra/lnet/lnet.ko.xz\n");
-  EXPECT_TRUE(backend_->CheckReady().status.ok()) << "a module the kernel can load is enough";
+  EXPECT_TRUE(mode_->CheckReady().status.ok()) << "a module the kernel can load is enough";
   ns_.SetFile("/lib/modules/6.1.0-9-amd64/modules.dep", "kernel/fs/lustrex.ko:\n");
-  r = backend_->CheckReady();
+  r = mode_->CheckReady();
   EXPECT_EQ(r.reason, "kernel-module");
   EXPECT_THAT(r.status.message(), HasSubstr("kernel 6.1.0-9-amd64"));
 
   ns_.SetFile("/proc/filesystems", "nodev\tlustre\n");
   ns_.RemoveProgram(kHelper);
-  r = backend_->CheckReady();
+  r = mode_->CheckReady();
   EXPECT_EQ(r.reason, "mount-helper");
   EXPECT_THAT(r.status.message(), HasSubstr(kHelper));
   EXPECT_THAT(r.status.message(), Not(HasSubstr("hostPID")));
   ns_.SetOwn(true);
-  EXPECT_THAT(backend_->CheckReady().status.message(), HasSubstr("hostPID: true"));
+  EXPECT_THAT(mode_->CheckReady().status.message(), HasSubstr("hostPID: true"));
 
   // A helper that is there but cannot run (its libraries are missing).
   ns_.AddProgram(kHelper, [](const std::vector<std::string>&) {
     return Exit(127, "mount.lustre: error while loading shared libraries: libyaml");
   });
-  r = backend_->CheckReady();
+  r = mode_->CheckReady();
   EXPECT_EQ(r.reason, "mount-helper");
   EXPECT_THAT(r.status.message(), HasSubstr("libyaml"));
 }
 
-TEST_F(LustreBackendTest, RootMountLivesOnlyWhileNeeded) {
+TEST_F(LustreModeTest, RootMountLivesOnlyWhileNeeded) {
   std::string seen;
-  absl::Status s = backend_->WithFileSystemRoot({"10.0.0.4@tcp", "lustrefs", "ignored"},
-                                                [&](volume::Syscalls&, const std::string& dir) {
-                                                  seen = dir;
-                                                  return sys_.Mkdir(dir + "/made-inside", 0755);
-                                                });
+  absl::Status s = mode_->WithFileSystemRoot({"10.0.0.4@tcp", "lustrefs", "ignored"},
+                                             [&](volume::Syscalls&, const std::string& dir) {
+                                               seen = dir;
+                                               return sys_.Mkdir(dir + "/made-inside", 0755);
+                                             });
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_THAT(seen, testing::StartsWith("/work/mounts/fs-"));
   EXPECT_THAT(ns_.Runs(), ElementsAre(ElementsAre(kHelper, "10.0.0.4@tcp:/lustrefs", seen)));
@@ -188,7 +188,7 @@ TEST_F(LustreBackendTest, RootMountLivesOnlyWhileNeeded) {
 
 // Publish through NodeLogic: an existing sub-dir is one helper call; a
 // missing one is created through a root mount, then mounted.
-class PublishSubDirTest : public LustreBackendTest {
+class PublishSubDirTest : public LustreModeTest {
  protected:
   PublishRequest Request(const std::string& sub_dir) {
     PublishRequest req;
@@ -202,7 +202,7 @@ class PublishSubDirTest : public LustreBackendTest {
 
 TEST_F(PublishSubDirTest, ExistingSubDirIsOneHelperCall) {
   ASSERT_TRUE(sys_.AddDir("/servers/lustrefs/team").ok());
-  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get());
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), mode_.get());
   ASSERT_TRUE(logic.Publish(Request("team")).ok());
   EXPECT_EQ(ns_.Runs().size(), 1u);
   EXPECT_TRUE(ns_.Unmounts().empty());
@@ -214,7 +214,7 @@ TEST_F(PublishSubDirTest, ExistingSubDirIsOneHelperCall) {
 }
 
 TEST_F(PublishSubDirTest, MissingSubDirIsCreatedThenMounted) {
-  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get());
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), mode_.get());
   absl::Status s = logic.Publish(Request("new/deep"));
   ASSERT_TRUE(s.ok()) << s;
   std::vector<std::vector<std::string>> runs = ns_.Runs();
@@ -227,10 +227,10 @@ TEST_F(PublishSubDirTest, MissingSubDirIsCreatedThenMounted) {
 }
 
 TEST_F(PublishSubDirTest, NotReadyFailsBeforeTheHelperRuns) {
-  ReadinessMonitor readiness([this] { return backend_->CheckReady(); }, absl::Hours(1), nullptr);
+  ReadinessMonitor readiness([this] { return mode_->CheckReady(); }, absl::Hours(1), nullptr);
   ns_.SetFile("/proc/filesystems", "nodev\ttmpfs\n");
   readiness.Start();
-  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get(), &readiness);
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), mode_.get(), &readiness);
   size_t checks = ns_.Runs().size();  // the readiness check ran the helper with -V
   absl::Status s = logic.Publish(Request("team"));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
@@ -246,7 +246,7 @@ TEST_F(PublishSubDirTest, NotReadyFailsBeforeTheHelperRuns) {
 
 TEST_F(PublishSubDirTest, HelperFailureCodeReachesTheCaller) {
   fail_with_ = ENODEV;
-  NodeLogic logic(NodeOptions{"n1"}, view_.get(), backend_.get());
+  NodeLogic logic(NodeOptions{"n1"}, view_.get(), mode_.get());
   absl::Status s = logic.Publish(Request("team"));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("ENODEV"));

@@ -1,11 +1,13 @@
-// Pieces shared by the mount backends' implementation files; not an API.
-#ifndef LUSTRE_CSI_PKG_DRIVER_MOUNT_BACKEND_INTERNAL_H_
-#define LUSTRE_CSI_PKG_DRIVER_MOUNT_BACKEND_INTERNAL_H_
+// What the modes that make mounts (lustre, shared clients, local) share:
+// their publish and unpublish written once (MountingMode), and the pieces
+// of it. Used by the mode files and the factory; not an API of the driver.
+#ifndef LUSTRE_CSI_PKG_DRIVER_MODES_MOUNTING_MODE_H_
+#define LUSTRE_CSI_PKG_DRIVER_MODES_MOUNTING_MODE_H_
 
 #include <string>
 
 #include "absl/status/status.h"
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/mode.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
@@ -44,8 +46,9 @@ inline volume::UnmountOptions BindUnmountOptions() {
 
 // The publish and unpublish of every mode that makes mounts (lustre, shared
 // clients, local), written once over the mode's own steps: Mount, the
-// unmount options of its targets, and Release.
-class MountingMode : public MountBackend {
+// unmount options of its targets, and Release. Each of these modes is also
+// the controller's way into its file systems (WithFileSystemRoot).
+class MountingMode : public MountMode, public FileSystemAccess {
  public:
   // `sys` (borrowed) is the driver's view; its Unmount reaches where the
   // mode mounts.
@@ -90,4 +93,4 @@ std::string MountedSpec(const volume::MountEntry& e);
 
 }  // namespace lustre_csi::driver::internal
 
-#endif  // LUSTRE_CSI_PKG_DRIVER_MOUNT_BACKEND_INTERNAL_H_
+#endif  // LUSTRE_CSI_PKG_DRIVER_MODES_MOUNTING_MODE_H_

@@ -1,6 +1,8 @@
-// One Lustre client per file system: the shared-client backend on fake
+// One Lustre client per file system: the shared-client mode on fake
 // syscalls and a fake mount namespace whose helper mounts a fresh "lustre"
 // file system per call (its own device, as a real client mount has).
+#include "pkg/driver/modes/shared_client_mode.h"
+
 #include <sys/mount.h>
 
 #include "absl/strings/match.h"
@@ -8,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pkg/driver/mount_backend.h"
+#include "pkg/driver/modes/lustre_mode.h"
 #include "pkg/driver/node.h"
 #include "pkg/server/metrics.h"
 #include "pkg/volume/testing/fake_mount_namespace.h"
@@ -39,11 +41,11 @@ class SharedClientTest : public testing::Test {
       return absl::StatusOr<ProcessResult>(r);
     });
     ns_.SetFile("/proc/filesystems", "nodev\tlustre\n");
-    LustreBackendOptions lustre;
+    LustreModeOptions lustre;
     lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
-    backend_ = NewSharedClientBackend(view_.get(), NewLustreBackend(view_.get(), &ns_, lustre),
-                                      SharedClientOptions{kClients}, &metrics_);
-    logic_ = std::make_unique<NodeLogic>(NodeOptions{}, view_.get(), backend_.get());
+    mode_ = NewSharedClientMode(view_.get(), NewLustreMode(view_.get(), &ns_, lustre),
+                                SharedClientOptions{kClients}, &metrics_);
+    logic_ = std::make_unique<NodeLogic>(NodeOptions{}, view_.get(), mode_.get());
   }
 
   static PublishRequest Request(const std::string& target, const std::string& sub_dir,
@@ -86,7 +88,7 @@ class SharedClientTest : public testing::Test {
   FakeMountNamespace ns_{&sys_};
   std::unique_ptr<volume::Syscalls> view_ = volume::UnmountingIn(&sys_, &ns_);
   server::MetricsRegistry metrics_;
-  std::unique_ptr<MountBackend> backend_;
+  std::unique_ptr<internal::MountingMode> mode_;
   std::unique_ptr<NodeLogic> logic_;
 };
 
@@ -185,9 +187,9 @@ TEST_F(SharedClientTest, AFailedUnmountKeepsItsClient) {
 // staging mount): not ready, saying why, and every publish refused the same
 // way rather than bound without its flags.
 TEST_F(SharedClientTest, NotReadyWhereBindsWithFlagsCannotBeMade) {
-  EXPECT_TRUE(backend_->CheckReady().status.ok());
+  EXPECT_TRUE(mode_->CheckReady().status.ok());
   sys_.SetAtomicBinds(false);
-  Readiness r = backend_->CheckReady();
+  Readiness r = mode_->CheckReady();
   EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.reason, "bind-mounts");
   EXPECT_THAT(r.status.message(), HasSubstr("--lustre-client=per-volume"));
@@ -202,12 +204,12 @@ TEST_F(SharedClientTest, NotReadyWhereBindsWithFlagsCannotBeMade) {
 // mounted Bidirectional) is not ready, and says so. In the driver's own
 // namespace nothing needs to go out, and it is not asked.
 TEST_F(SharedClientTest, BindsThatCannotReachTheHostAreNotReady) {
-  LustreBackendOptions lustre;
+  LustreModeOptions lustre;
   lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
   SharedClientOptions options{kClients};
   options.binds_must_propagate = true;
-  auto from_container = NewSharedClientBackend(
-      view_.get(), NewLustreBackend(view_.get(), &ns_, lustre), options, nullptr);
+  auto from_container =
+      NewSharedClientMode(view_.get(), NewLustreMode(view_.get(), &ns_, lustre), options, nullptr);
   // The fake's root mount is shared: the client directory's holder.
   Readiness shared = from_container->CheckReady();
   EXPECT_TRUE(shared.status.ok()) << shared.status;
@@ -221,7 +223,7 @@ TEST_F(SharedClientTest, BindsThatCannotReachTheHostAreNotReady) {
   EXPECT_THAT(r.status.message(), HasSubstr("/var/lib/kubelet) is not shared"));
   EXPECT_THAT(r.status.message(), HasSubstr("Bidirectional"));
   // The same mounts, in the driver's own namespace: ready.
-  EXPECT_TRUE(backend_->CheckReady().status.ok()) << backend_->CheckReady().status;
+  EXPECT_TRUE(mode_->CheckReady().status.ok()) << mode_->CheckReady().status;
 }
 
 TEST_F(SharedClientTest, FileSystemsAndClientOptionsGetTheirOwnClients) {
@@ -257,10 +259,10 @@ TEST_F(SharedClientTest, StateComesFromTheMountTableAfterARestart) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
   ASSERT_TRUE(logic_->Publish(Request("/pods/b", "y")).ok());
   // A new process: nothing in memory.
-  LustreBackendOptions lustre;
+  LustreModeOptions lustre;
   lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
-  auto restarted = NewSharedClientBackend(view_.get(), NewLustreBackend(view_.get(), &ns_, lustre),
-                                          SharedClientOptions{kClients}, nullptr);
+  auto restarted = NewSharedClientMode(view_.get(), NewLustreMode(view_.get(), &ns_, lustre),
+                                       SharedClientOptions{kClients}, nullptr);
   NodeLogic logic(NodeOptions{}, view_.get(), restarted.get());
   ASSERT_TRUE(logic.Publish(Request("/pods/c", "x")).ok());
   EXPECT_EQ(HelperMounts(), 1) << "the existing client is found in the mount table";
