@@ -355,6 +355,34 @@ void NodeLogic::ReleaseTarget(const std::string& target) {
   targets_cv_.SignalAll();
 }
 
+std::optional<VolumeStats> NodeLogic::SilentFileSystem(const std::string& fs,
+                                                       const std::string& path) {
+  if (fs.empty()) return std::nullopt;
+  std::string stuck_at;
+  {
+    absl::MutexLock lock(&silent_mu_);
+    auto it = silent_fs_.find(fs);
+    if (it == silent_fs_.end()) return std::nullopt;
+    stuck_at = it->second;
+  }
+  std::optional<absl::Time> since = stats_calls_.StuckSince(stuck_at);
+  if (!since.has_value()) {
+    // It returned: the file system answers again.
+    absl::MutexLock lock(&silent_mu_);
+    auto it = silent_fs_.find(fs);
+    if (it != silent_fs_.end() && it->second == stuck_at) silent_fs_.erase(it);
+    return std::nullopt;
+  }
+  if (stuck_at == path) return std::nullopt;  // its own look answers (joined)
+  VolumeStats stats;
+  stats.abnormal = true;
+  stats.message =
+      absl::StrCat("the file system at ", path, " is not responding (", fs, ": a look at ",
+                   stuck_at, " has not returned since ",
+                   absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", *since, absl::UTCTimeZone()), ")");
+  return stats;
+}
+
 void NodeLogic::AddClientState(const std::string& volume_id, VolumeStats* stats) {
   if (options_.client_imports == nullptr) return;
   absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
@@ -382,12 +410,25 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
     return absl::NotFoundError(absl::StrCat("volume ", volume_id, " is not published at '",
                                             absl::CHexEscape(path), "': ", s.message()));
   }
+  // One look at a file system that does not answer is enough: while one at
+  // a target of the volume's file system has not returned, the others of
+  // that file system are not looked at (no thread more per target).
+  absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
+  std::string fs = id.ok() ? absl::StrCat(id->mgs_address, ":/", id->fs_name) : "";
+  if (std::optional<VolumeStats> silent = SilentFileSystem(fs, path); silent.has_value()) {
+    AddClientState(volume_id, &*silent);
+    return *silent;
+  }
   // The file system may not answer: looked at on a worker, bounded.
   MountMode* mode = mode_;
   volume::Syscalls* sys = sys_;
   absl::StatusOr<VolumeStats> looked = stats_calls_.Call(
       path, [mode, sys, volume_id, path] { return LookAtVolume(*mode, *sys, volume_id, path); });
   if (absl::IsDeadlineExceeded(looked.status())) {
+    if (!fs.empty()) {
+      absl::MutexLock lock(&silent_mu_);
+      silent_fs_.try_emplace(fs, path);
+    }
     VolumeStats stats;
     stats.abnormal = true;
     stats.message = absl::StrCat("the file system at ", path, " is not responding (",

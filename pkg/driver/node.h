@@ -123,9 +123,11 @@ class NodeLogic {
   // without figures. The look at the file system runs on a worker: at most
   // one per target is in flight (a retry joins it, and once its bound is
   // past answers at once), at most `max_stuck_stats` targets at once (then
-  // UNAVAILABLE at once). Where the host's Lustre client reports a target of
-  // the volume's file system not connected (`client_imports`), the volume
-  // is abnormal too, naming the targets and their states.
+  // UNAVAILABLE at once), and while a look at one target of a file system
+  // has not returned, the other targets of that file system (the volume
+  // id's MGS and fs-name) are reported not responding without a look. Where the host's Lustre
+  // client reports a target of the volume's file system not connected (`client_imports`), the
+  // volume is abnormal too, naming the targets and their states.
   absl::StatusOr<VolumeStats> Stats(const std::string& volume_id, const std::string& path);
 
   // For a process that ends: every call waiting for a publish, an unpublish
@@ -149,6 +151,9 @@ class NodeLogic {
   // Marks `stats` abnormal when the Lustre client reports a target of the
   // volume's file system not connected.
   void AddClientState(const std::string& volume_id, VolumeStats* stats);
+  // Abnormal, when a look at another target of file system `fs` (its MGS
+  // and name) has not returned; nullopt when none is stuck.
+  std::optional<VolumeStats> SilentFileSystem(const std::string& fs, const std::string& path);
   // What runs on `target` and since when, for a caller that stops waiting.
   std::string InProgress(const std::string& target);
 
@@ -182,6 +187,9 @@ class NodeLogic {
   MountSlots mount_slots_;
   base::Clock* const clock_;  // options_.clock, or the real one
   base::BoundedCalls<VolumeStats> stats_calls_;
+  // File systems with a look that has not returned, and at which target.
+  absl::Mutex silent_mu_;
+  std::map<std::string, std::string> silent_fs_ ABSL_GUARDED_BY(silent_mu_);
   base::WorkerPool workers_;  // runs publishes and unpublishes
   // The outcome of a publish or an unpublish, told apart from the calls' own
   // errors (its bound passed).

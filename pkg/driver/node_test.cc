@@ -572,6 +572,44 @@ TEST_F(NodeTest, StatsOfAFileSystemThatDoesNotAnswerAreAbnormalAndBounded) {
   EXPECT_FALSE(b->abnormal);
 }
 
+// One look per file system that does not answer: while the look at one
+// target has not returned, another target of the same file system is
+// reported not responding at once, without a look of its own (no thread
+// more); a target of another file system is looked at as usual.
+TEST_F(NodeTest, OneStuckLookPerFileSystem) {
+  NodeOptions options;
+  options.stats_timeout = absl::Milliseconds(50);
+  MakeLogic(options);
+  ASSERT_TRUE(sys_.AddDir("/lustre/otherfs").ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b")).ok());
+  PublishRequest other = Request("/pods/c");
+  other.volume_id = "pvc-2#otherfs#10.0.0.4##f";
+  other.volume_context["fs-name"] = "otherfs";
+  ASSERT_TRUE(logic_->Publish(other).ok());
+  const std::string id = Request("/pods/a").volume_id;
+  sys_.HangNext(SyscallOp::kStatfs);
+  absl::StatusOr<VolumeStats> a = logic_->Stats(id, "/pods/a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->abnormal);
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kStatfs, 1, absl::Seconds(10)));
+  const int statfs_calls = sys_.CallCount(SyscallOp::kStatfs);
+  absl::StatusOr<VolumeStats> b = logic_->Stats("pvc-9#lustrefs#10.0.0.4##f", "/pods/b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE(b->abnormal);
+  EXPECT_FALSE(b->usage.has_value());
+  EXPECT_THAT(b->message, HasSubstr("a look at /pods/a has not returned since"));
+  EXPECT_EQ(sys_.CallCount(SyscallOp::kStatfs), statfs_calls) << "a second look at a silent fs";
+  absl::StatusOr<VolumeStats> c = logic_->Stats(other.volume_id, "/pods/c");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->abnormal) << c->message;
+  sys_.Release(SyscallOp::kStatfs);
+  EXPECT_TRUE(base::WaitUntil([&] {
+    absl::StatusOr<VolumeStats> back = logic_->Stats("pvc-9#lustrefs#10.0.0.4##f", "/pods/b");
+    return back.ok() && !back->abnormal && back->usage.has_value();
+  }));
+}
+
 TEST_F(NodeTest, StatsWhereTheVolumeIsNotPublishedIsNotFound) {
   ASSERT_TRUE(sys_.AddDir("/pods/unmounted").ok());
   for (const char* path : {"/pods/missing", "/pods/unmounted"}) {
