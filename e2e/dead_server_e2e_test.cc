@@ -115,7 +115,7 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
   void TearDown() override {
     Thaw();
     if (node_ != nullptr && node_->running()) {
-      for (const char* t : {"pods/a", "pods/b", "pods/new"}) {
+      for (const char* t : {"pods/a", "pods/b", "pods/c", "pods/new"}) {
         WaitUntil([&] { return Unpublish(tmp_.Join(t)).ok(); }, absl::Seconds(60));
       }
     }
@@ -301,6 +301,7 @@ TEST_P(DeadServerE2eTest, UnpublishOfAFrozenTargetIsBounded) {
     EXPECT_LT(absl::Now() - call, absl::Seconds(13)) << "past the 8 s call bound";
     ASSERT_TRUE(s.ok() || s.error_code() == grpc::UNAVAILABLE)
         << s.error_code() << " " << s.error_message() << Log();
+    if (!s.ok()) absl::SleepFor(absl::Milliseconds(500));  // the kubelet backs off too
   } while (!s.ok() && absl::Now() - start < absl::Seconds(90));
   RecordProperty("unpublish_ms", absl::ToInt64Milliseconds(absl::Now() - start));
   RecordProperty("unpublish_calls", calls);
@@ -377,6 +378,51 @@ TEST_P(DeadServerE2eTest, AnAbandonedPublishIsUndoneWhenTheServerAnswers) {
   EXPECT_FALSE(std::filesystem::exists(target));
   // The file system is usable again at once.
   EXPECT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+}
+
+// Once stats found the file system silent, nothing more waits on it: the
+// stats of its other volumes answer at once without a look, their
+// unpublish detaches at once, a new publish of it fails at once; another
+// file system is untouched, and everything works again after the thaw.
+TEST_P(DeadServerE2eTest, AFileSystemKnownSilentIsNotWaitedFor) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/c")).ok()) << Log();
+  Freeze();
+  csi::v1::NodeGetVolumeStatsResponse a;
+  ASSERT_TRUE(Stats(tmp_.Join("pods/a"), &a).ok());
+  ASSERT_TRUE(a.volume_condition().abnormal());
+  const int threads = Threads(node_->pid());
+
+  absl::Time start = absl::Now();
+  csi::v1::NodeGetVolumeStatsResponse c;
+  ASSERT_TRUE(Stats(tmp_.Join("pods/c"), &c).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_TRUE(c.volume_condition().abnormal());
+  EXPECT_THAT(c.volume_condition().message(), HasSubstr("a look at " + tmp_.Join("pods/a")));
+
+  start = absl::Now();
+  absl::Status unpublished = Unpublish(tmp_.Join("pods/c"));
+  RecordProperty("silent_unpublish_ms", absl::ToInt64Milliseconds(absl::Now() - start));
+  EXPECT_TRUE(unpublished.ok()) << unpublished << Log();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3)) << "waited on the silent file system";
+  EXPECT_TRUE(MountsAt(tmp_.Join("pods/c")).empty());
+  EXPECT_FALSE(MountsAt(tmp_.Join("pods/a")).empty()) << "another target of it went";
+
+  start = absl::Now();
+  grpc::Status published = Publish("lustrefs", tmp_.Join("pods/new"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3)) << "waited on the silent file system";
+  EXPECT_EQ(published.error_code(), grpc::UNAVAILABLE) << published.error_message();
+  EXPECT_THAT(published.error_message(), HasSubstr("not responding"));
+  EXPECT_LE(Threads(node_->pid()), threads + 2);
+
+  ASSERT_TRUE(Publish("otherfs", tmp_.Join("pods/b")).ok()) << Log();
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/b")).ok());
+
+  Thaw();
+  EXPECT_TRUE(
+      WaitUntil([&] { return Publish("lustrefs", tmp_.Join("pods/new")).ok(); }, absl::Seconds(30)))
+      << Log();
+  EXPECT_TRUE(Unpublish(tmp_.Join("pods/new")).ok());
 }
 
 // The host's Lustre client loses a target of one file system (its import is

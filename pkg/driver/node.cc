@@ -40,6 +40,13 @@ absl::Status Aborted(const std::string& target) {
       absl::StrCat("an operation on target ", target, " is already in progress"));
 }
 
+// The file system a volume id of this driver names, "<mgs>:/<fs-name>"; ""
+// for an opaque id.
+std::string FileSystemOf(const std::string& volume_id) {
+  absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
+  return id.ok() ? absl::StrCat(id->mgs_address, ":/", id->fs_name) : "";
+}
+
 // Whether `path` holds the volume and its figures: the calls that reach the
 // file system, which may never return.
 absl::StatusOr<VolumeStats> LookAtVolume(MountMode& mode, volume::Syscalls& sys,
@@ -174,7 +181,23 @@ absl::Status NodeLogic::Publish(const PublishRequest& req) {
 
 absl::Status NodeLogic::PublishWork(const PublishRequest& req) {
   if (!ClaimForPublish(req.target_path)) return Aborted(req.target_path);
-  absl::Status status = PublishLocked(req);
+  // A file system that does not answer would hold this publish (and a mount
+  // slot) where it looks at the target or mounts.
+  absl::StatusOr<LustreParams> params = VolumeParams(req.volume_id, req.volume_context);
+  const std::string fs =
+      params.ok() ? absl::StrCat(params->mgs_address, ":/", params->fs_name) : "";
+  absl::Status status = absl::OkStatus();
+  if (std::optional<Silence> silent = Silent(fs); silent.has_value()) {
+    status = absl::UnavailableError(
+        absl::StrCat("the file system of volume ", req.volume_id, " is not responding (",
+                     silent->why, "); not publishing at ", req.target_path, " until it answers"));
+  } else {
+    status = PublishLocked(req);
+  }
+  if (status.ok() && !fs.empty()) {
+    absl::MutexLock lock(&silent_mu_);
+    target_fs_[req.target_path] = fs;
+  }
   if (status.ok() && Abandoned(req.target_path)) {
     // The CO gave up on this publish and unpublished: nothing may stay.
     absl::Status undone = mode_->Unpublish(req.target_path);
@@ -294,10 +317,23 @@ absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::strin
 absl::Status NodeLogic::UnpublishWork(const std::string& volume_id,
                                       const std::string& target_path) {
   if (absl::Status s = ClaimForUnpublish(target_path); !s.ok()) return s;
-  absl::Status status = mode_->Unpublish(target_path);
+  // Where the file system does not answer, looking at the target (or a
+  // plain unmount) would wait for it: detach what is there instead.
+  std::optional<Silence> silent = Silent(FileSystemAt(volume_id, target_path));
+  if (silent.has_value()) {
+    LOG(WARNING) << "unpublish of volume " << volume_id << " from " << target_path
+                 << ": its file system is not responding (" << silent->why
+                 << "); detaching what is mounted there";
+  }
+  absl::Status status =
+      silent.has_value() ? mode_->Detach(target_path) : mode_->Unpublish(target_path);
   if (status.ok()) {
     absl::MutexLock groups(&groups_mu_);
     published_groups_.erase(target_path);
+  }
+  if (status.ok()) {
+    absl::MutexLock lock(&silent_mu_);
+    target_fs_.erase(target_path);
   }
   ReleaseTarget(target_path);
   if (status.ok()) {
@@ -355,8 +391,16 @@ void NodeLogic::ReleaseTarget(const std::string& target) {
   targets_cv_.SignalAll();
 }
 
-std::optional<VolumeStats> NodeLogic::SilentFileSystem(const std::string& fs,
-                                                       const std::string& path) {
+std::string NodeLogic::FileSystemAt(const std::string& volume_id, const std::string& target) {
+  {
+    absl::MutexLock lock(&silent_mu_);
+    auto it = target_fs_.find(target);
+    if (it != target_fs_.end()) return it->second;
+  }
+  return FileSystemOf(volume_id);
+}
+
+std::optional<NodeLogic::Silence> NodeLogic::Silent(const std::string& fs) {
   if (fs.empty()) return std::nullopt;
   std::string stuck_at;
   {
@@ -373,14 +417,9 @@ std::optional<VolumeStats> NodeLogic::SilentFileSystem(const std::string& fs,
     if (it != silent_fs_.end() && it->second == stuck_at) silent_fs_.erase(it);
     return std::nullopt;
   }
-  if (stuck_at == path) return std::nullopt;  // its own look answers (joined)
-  VolumeStats stats;
-  stats.abnormal = true;
-  stats.message =
-      absl::StrCat("the file system at ", path, " is not responding (", fs, ": a look at ",
-                   stuck_at, " has not returned since ",
-                   absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", *since, absl::UTCTimeZone()), ")");
-  return stats;
+  return Silence{stuck_at,
+                 absl::StrCat(fs, ": a look at ", stuck_at, " has not returned since ",
+                              absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", *since, absl::UTCTimeZone()))};
 }
 
 void NodeLogic::AddClientState(const std::string& volume_id, VolumeStats* stats) {
@@ -413,11 +452,14 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
   // One look at a file system that does not answer is enough: while one at
   // a target of the volume's file system has not returned, the others of
   // that file system are not looked at (no thread more per target).
-  absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
-  std::string fs = id.ok() ? absl::StrCat(id->mgs_address, ":/", id->fs_name) : "";
-  if (std::optional<VolumeStats> silent = SilentFileSystem(fs, path); silent.has_value()) {
-    AddClientState(volume_id, &*silent);
-    return *silent;
+  const std::string fs = FileSystemAt(volume_id, path);
+  if (std::optional<Silence> silent = Silent(fs); silent.has_value() && silent->target != path) {
+    VolumeStats stats;
+    stats.abnormal = true;
+    stats.message =
+        absl::StrCat("the file system at ", path, " is not responding (", silent->why, ")");
+    AddClientState(volume_id, &stats);
+    return stats;
   }
   // The file system may not answer: looked at on a worker, bounded.
   MountMode* mode = mode_;

@@ -151,9 +151,18 @@ class NodeLogic {
   // Marks `stats` abnormal when the Lustre client reports a target of the
   // volume's file system not connected.
   void AddClientState(const std::string& volume_id, VolumeStats* stats);
-  // Abnormal, when a look at another target of file system `fs` (its MGS
-  // and name) has not returned; nullopt when none is stuck.
-  std::optional<VolumeStats> SilentFileSystem(const std::string& fs, const std::string& path);
+  // A file system (its MGS and name, FileSystemOf) that does not answer: a
+  // stats look at one of its targets has not returned. Publishes of it fail
+  // at once, unpublishes detach without looking, other targets' stats say
+  // so without a look of their own.
+  struct Silence {
+    std::string target;  // whose look has not returned
+    std::string why;     // "<fs>: a look at <target> has not returned since <time>"
+  };
+  std::optional<Silence> Silent(const std::string& fs);
+  // The file system published at `target` by this process (from the volume
+  // context), else the one `volume_id` names; "" when neither tells.
+  std::string FileSystemAt(const std::string& volume_id, const std::string& target);
   // What runs on `target` and since when, for a caller that stops waiting.
   std::string InProgress(const std::string& target);
 
@@ -190,6 +199,8 @@ class NodeLogic {
   // File systems with a look that has not returned, and at which target.
   absl::Mutex silent_mu_;
   std::map<std::string, std::string> silent_fs_ ABSL_GUARDED_BY(silent_mu_);
+  // The file system of each target this process published.
+  std::map<std::string, std::string> target_fs_ ABSL_GUARDED_BY(silent_mu_);
   base::WorkerPool workers_;  // runs publishes and unpublishes
   // The outcome of a publish or an unpublish, told apart from the calls' own
   // errors (its bound passed).

@@ -244,7 +244,9 @@ TEST_F(NodeTest, AnUnpublishAbandonsAStuckPublishOfItsTarget) {
   ASSERT_TRUE(b_mounted.ok()) << b_mounted.status();
   EXPECT_TRUE(*b_mounted);
   EXPECT_TRUE(base::WaitUntil([&] { return logic_->Unpublish("v", "/pods/a").ok(); }));
-  EXPECT_TRUE(logic_->Publish(Request("/pods/a")).ok()) << "the target stays claimed";
+  // (The abandoned publish's own call may be a moment longer in the table.)
+  EXPECT_TRUE(base::WaitUntil([&] { return logic_->Publish(Request("/pods/a")).ok(); }))
+      << "the target stays claimed";
 }
 
 // Within its wait the unpublish meets the publish's return and then
@@ -545,8 +547,13 @@ TEST_F(NodeTest, StatsOfAFileSystemThatDoesNotAnswerAreAbnormalAndBounded) {
   options.stats_timeout = absl::Milliseconds(50);
   options.max_stuck_stats = 1;
   MakeLogic(options);
+  ASSERT_TRUE(sys_.AddDir("/lustre/otherfs").ok());
   ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
   ASSERT_TRUE(logic_->Publish(Request("/pods/b")).ok());
+  PublishRequest other = Request("/pods/c");
+  other.volume_id = "pvc-2#otherfs#10.0.0.4##f";
+  other.volume_context["fs-name"] = "otherfs";
+  ASSERT_TRUE(logic_->Publish(other).ok());
   sys_.HangNext(SyscallOp::kStatfs);
   absl::StatusOr<VolumeStats> stuck = logic_->Stats("v", "/pods/a");
   ASSERT_TRUE(stuck.ok()) << stuck.status();
@@ -559,9 +566,14 @@ TEST_F(NodeTest, StatsOfAFileSystemThatDoesNotAnswerAreAbnormalAndBounded) {
     EXPECT_TRUE(again->abnormal);
   }
   EXPECT_TRUE(sys_.AwaitHung(SyscallOp::kStatfs, 1, absl::Seconds(10)));
-  // Past the one look allowed in flight, another volume is UNAVAILABLE at
-  // once rather than one more thread.
-  EXPECT_EQ(logic_->Stats("v", "/pods/b").status().code(), absl::StatusCode::kUnavailable);
+  // Past the one look allowed in flight, a volume of another file system is
+  // UNAVAILABLE at once rather than one more thread; one of the same file
+  // system (known from its publish, whatever the id) is not responding.
+  EXPECT_EQ(logic_->Stats("v", "/pods/c").status().code(), absl::StatusCode::kUnavailable);
+  absl::StatusOr<VolumeStats> same = logic_->Stats("v", "/pods/b");
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_TRUE(same->abnormal);
+  EXPECT_THAT(same->message, HasSubstr("a look at /pods/a has not returned"));
   sys_.Release(SyscallOp::kStatfs);
   ASSERT_TRUE(base::WaitUntil([&] {
     absl::StatusOr<VolumeStats> back = logic_->Stats("v", "/pods/a");
@@ -608,6 +620,49 @@ TEST_F(NodeTest, OneStuckLookPerFileSystem) {
     absl::StatusOr<VolumeStats> back = logic_->Stats("pvc-9#lustrefs#10.0.0.4##f", "/pods/b");
     return back.ok() && !back->abnormal && back->usage.has_value();
   }));
+}
+
+// Once a file system is known not to answer (a stats look has not
+// returned), a publish of it fails at once instead of waiting on it, and an
+// unpublish detaches without looking at the target; other file systems are
+// untouched, and all is as before once it answers.
+TEST_F(NodeTest, ASilentFileSystemIsNotWaitedFor) {
+  NodeOptions options;
+  options.stats_timeout = absl::Milliseconds(50);
+  MakeLogic(options);
+  ASSERT_TRUE(sys_.AddDir("/lustre/otherfs").ok());
+  const std::string id = Request("/pods/a").volume_id;
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b")).ok());
+  sys_.HangNext(SyscallOp::kStatfs);
+  ASSERT_TRUE(logic_->Stats(id, "/pods/a")->abnormal);
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kStatfs, 1, absl::Seconds(10)));
+
+  const size_t mounts = sys_.MountCalls().size();
+  absl::Status published = logic_->Publish(Request("/pods/new"));
+  EXPECT_EQ(published.code(), absl::StatusCode::kUnavailable) << published;
+  EXPECT_THAT(published.message(), HasSubstr("is not responding"));
+  EXPECT_EQ(sys_.MountCalls().size(), mounts) << "mounted on a silent file system";
+  EXPECT_FALSE(sys_.Exists("/pods/new"));
+
+  const size_t unmounts = sys_.UnmountCalls().size();
+  absl::Status unpublished = logic_->Unpublish(id, "/pods/b");
+  EXPECT_TRUE(unpublished.ok()) << unpublished;
+  ASSERT_EQ(sys_.UnmountCalls().size(), unmounts + 1);
+  EXPECT_EQ(sys_.UnmountCalls().back().flags, MNT_DETACH) << "a plain unmount would wait";
+  EXPECT_FALSE(sys_.Exists("/pods/b"));
+
+  PublishRequest other = Request("/pods/c");
+  other.volume_id = "pvc-2#otherfs#10.0.0.4##f";
+  other.volume_context["fs-name"] = "otherfs";
+  EXPECT_TRUE(logic_->Publish(other).ok()) << "another file system had to wait";
+  EXPECT_TRUE(logic_->Unpublish(other.volume_id, "/pods/c").ok());
+  EXPECT_EQ(sys_.UnmountCalls().back().flags, 0) << "another file system's target detached";
+
+  sys_.Release(SyscallOp::kStatfs);
+  EXPECT_TRUE(base::WaitUntil([&] { return logic_->Publish(Request("/pods/new")).ok(); }));
+  EXPECT_TRUE(logic_->Unpublish(id, "/pods/new").ok());
+  EXPECT_EQ(sys_.UnmountCalls().back().flags, 0);
 }
 
 TEST_F(NodeTest, StatsWhereTheVolumeIsNotPublishedIsNotFound) {

@@ -361,4 +361,32 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   return CarefulCleanup(sys, path, opts, std::move(first));
 }
 
+absl::Status DetachMountPoint(Syscalls& sys, const std::string& target,
+                              const UnmountOptions& opts) {
+  std::string path = CleanPath(target);
+  MountChecker checker(&sys);
+  Syscalls* s = &sys;
+  for (int layer = 0; layer <= kMaxLayers; ++layer) {
+    absl::StatusOr<std::optional<MountEntry>> entry = checker.FindMountAt(path);
+    if (!entry.ok()) return entry.status();
+    if (!entry->has_value()) {
+      // Nothing is mounted there any more: a directory of the file system
+      // above, which answers.
+      absl::StatusOr<FileInfo> info = sys.Stat(path);
+      if (absl::IsNotFound(info.status())) return absl::OkStatus();
+      if (!info.ok()) return Annotate(info.status(), absl::StrCat("clean up ", path));
+      return RemoveTarget(sys, path, *info);
+    }
+    absl::Status detached = RunBounded<absl::Status>(
+        [s, path] { return s->Unmount(path, kMntDetach); }, opts.detach_timeout,
+        absl::StrCat("umount -l ", path), ClockOf(opts));
+    std::optional<int> err = ErrnoOf(detached);
+    if (!detached.ok() && err != EINVAL && err != ENOENT) {
+      return Annotate(detached, absl::StrCat("detach ", path));
+    }
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("clean up ", path, ": more than ", kMaxLayers, " mounts stacked"));
+}
+
 }  // namespace lustre_csi::volume

@@ -71,6 +71,15 @@ absl::Status UnmountWithEscalation(Syscalls& sys, const std::string& target,
 absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
                                const UnmountOptions& opts = {});
 
+// CleanupMountPoint for a target whose file system does not answer: every
+// mount stacked at `target`, as the mount table lists them, is detached
+// (MNT_DETACH, waited for at most `opts.detach_timeout`) without a stat or a
+// plain unmount, which would wait for the file system; then the directory,
+// by then one of the file system above, is removed as CleanupMountPoint
+// removes it.
+absl::Status DetachMountPoint(Syscalls& sys, const std::string& target,
+                              const UnmountOptions& opts = {});
+
 }  // namespace lustre_csi::volume
 
 #endif  // LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_

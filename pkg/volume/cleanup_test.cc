@@ -428,5 +428,42 @@ TEST(CleanupMountPointTest, EveryFailureIsSeenOnceNotRetriedAway) {
   EXPECT_TRUE(sys.Exists("/t"));
 }
 
+// A file system that does not answer: every mount stacked at the target is
+// detached as the mount table lists them, never looked at or unmounted
+// plainly; only the directory left, on the file system above, is stat'ed
+// and removed.
+TEST(DetachMountPointTest, DetachesEveryLayerWithoutLookingAtIt) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/pods/t").ok());
+  ASSERT_TRUE(sys.Mount("a", "/pods/t", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(sys.Mount("b", "/pods/t", "tmpfs", 0, "").ok());
+  const int stats = sys.CallCount(Op::kStat);
+  absl::Status s = DetachMountPoint(sys, "/pods/t");
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Flags(sys), (std::vector<int>{MNT_DETACH, MNT_DETACH}));
+  EXPECT_EQ(sys.CallCount(Op::kStat), stats + 1) << "looked at a mount of the silent file system";
+  EXPECT_EQ(sys.MountCount(), 0);
+  EXPECT_FALSE(sys.Exists("/pods/t"));
+  EXPECT_TRUE(DetachMountPoint(sys, "/pods/t").ok()) << "a missing target";
+  // A directory with something in it stays, as with CleanupMountPoint.
+  ASSERT_TRUE(sys.AddFile("/pods/u/data").ok());
+  EXPECT_EQ(DetachMountPoint(sys, "/pods/u").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(sys.Exists("/pods/u/data"));
+}
+
+// A detach that does not return either is bounded.
+TEST(DetachMountPointTest, AHungDetachIsBounded) {
+  FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/pods/t").ok());
+  ASSERT_TRUE(sys.Mount("a", "/pods/t", "tmpfs", 0, "").ok());
+  sys.HangNext(Op::kUnmount, 1);
+  base::FakeClock clock;
+  UnmountOptions opts = OnClock(&clock);
+  absl::Status s = WithTimeoutsPassing(clock, sys, Op::kUnmount, {opts.detach_timeout},
+                                       [&] { return DetachMountPoint(sys, "/pods/t", opts); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  sys.Release(Op::kUnmount);
+}
+
 }  // namespace
 }  // namespace lustre_csi::volume

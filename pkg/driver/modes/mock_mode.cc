@@ -22,6 +22,9 @@ class MockMode : public MountMode {
   absl::Status Unpublish(const std::string& target) override {
     return volume::CleanupMountPoint(*sys_, target);
   }
+  absl::Status Detach(const std::string& target) override {
+    return volume::DetachMountPoint(*sys_, target);
+  }
   absl::Status Repair(const std::string& target) override {
     return volume::UnmountWithEscalation(*sys_, target);
   }

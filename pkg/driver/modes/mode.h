@@ -109,6 +109,12 @@ class MountMode {
   // target needs any more. A missing target is OK.
   virtual absl::Status Unpublish(const std::string& target) = 0;
 
+  // Unpublish for a target whose file system does not answer: what is
+  // mounted there is detached without being looked at
+  // (volume::DetachMountPoint) and the directory removed; then the mode
+  // lets go of what no target needs any more.
+  virtual absl::Status Detach(const std::string& target) = 0;
+
   // Unmounts a corrupted mount (ENOTCONN, ESTALE, EIO) on `target`, so that
   // a publish can mount there again.
   virtual absl::Status Repair(const std::string& target) = 0;

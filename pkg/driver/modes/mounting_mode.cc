@@ -83,6 +83,12 @@ absl::Status MountingMode::Unpublish(const std::string& target) {
   return status;
 }
 
+absl::Status MountingMode::Detach(const std::string& target) {
+  absl::Status status = volume::DetachMountPoint(*sys_, target, target_unmount_);
+  Release(target);
+  return status;
+}
+
 absl::Status MountingMode::Repair(const std::string& target) {
   return volume::UnmountWithEscalation(*sys_, target, target_unmount_);
 }

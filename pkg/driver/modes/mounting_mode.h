@@ -61,6 +61,8 @@ class MountingMode : public MountMode, public FileSystemAccess {
   // volume::CleanupMountPoint, then Release (also after a failure: the
   // unmount may have worked before a later step failed).
   absl::Status Unpublish(const std::string& target) final;
+  // volume::DetachMountPoint, then Release.
+  absl::Status Detach(const std::string& target) final;
   // volume::UnmountWithEscalation.
   absl::Status Repair(const std::string& target) final;
   // A mount point.
