@@ -51,6 +51,46 @@ int Threads(pid_t pid) {
   return -1;
 }
 
+// Whether task `dir` (/proc/<pid> or /proc/<pid>/task/<tid>) waits for a
+// FUSE daemon's answer.
+bool WaitsOnFuse(const std::string& dir) {
+  std::string wchan = ReadFile(dir + "/wchan");
+  return wchan == "request_wait_answer" ||
+         absl::StrContains(ReadFile(dir + "/stack"), "request_wait_answer");
+}
+
+// Threads of process `pid` waiting for a FUSE answer.
+int ThreadsOnFuse(pid_t pid) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    n += WaitsOnFuse(task.path().string());
+  }
+  return n;
+}
+
+// Processes whose parent is `pid` (its isolated tasks) waiting for one; their
+// pids.
+std::vector<pid_t> ChildrenOnFuse(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    int child = 0;
+    if (!absl::SimpleAtoi(proc.path().filename().string(), &child)) continue;
+    std::string stat = ReadFile(proc.path().string() + "/stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+    int ppid = 0;
+    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &ppid) && ppid == pid &&
+        WaitsOnFuse(proc.path().string())) {
+      out.push_back(child);
+    }
+  }
+  return out;
+}
+
 class DeadServerE2eTest : public testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
@@ -236,8 +276,12 @@ TEST_P(DeadServerE2eTest, StatsOfAFrozenFileSystemAnswerAbnormalAndBounded) {
     EXPECT_THAT(stuck.volume_condition().message(), HasSubstr("not responding")) << i;
     EXPECT_EQ(stuck.usage_size(), 0) << i << ": figures of a silent file system";
   }
-  // One look stuck, not one per call.
+  // One look stuck, not one per call, and in a task of its own: no thread
+  // of the node waits on the frozen file system (one that did would keep the
+  // process from exiting).
   EXPECT_LE(Threads(node_->pid()), threads_before + 2);
+  EXPECT_EQ(ThreadsOnFuse(node_->pid()), 0) << "a thread of the node waits in the file system";
+  EXPECT_EQ(ChildrenOnFuse(node_->pid()).size(), 1u);
   // The other file system answers meanwhile.
   csi::v1::NodeGetVolumeStatsResponse other;
   ASSERT_TRUE(Stats(tmp_.Join("pods/b"), &other).ok());
@@ -258,8 +302,16 @@ TEST_P(DeadServerE2eTest, SigtermEndsTheNodeWithALookStuck) {
   csi::v1::NodeGetVolumeStatsResponse stuck;
   ASSERT_TRUE(Stats(tmp_.Join("pods/a"), &stuck).ok());
   EXPECT_TRUE(stuck.volume_condition().abnormal());
+  std::vector<pid_t> looks = ChildrenOnFuse(node_->pid());
+  EXPECT_EQ(looks.size(), 1u);
   node_->Signal(SIGTERM);
   EXPECT_NE(node_->Wait(absl::Seconds(20)), -1) << "the node did not exit" << Log();
+  // The look it left is killed, and dies as the kernel lets it go (a FUSE
+  // wait at once; a Lustre one when the server answers).
+  for (pid_t look : looks) {
+    EXPECT_TRUE(WaitUntil([&] { return kill(look, 0) != 0; }, absl::Seconds(10)))
+        << "the look left behind still runs";
+  }
   // A new node picks the target up once the file system answers again.
   Thaw();
   node_.reset();

@@ -33,6 +33,7 @@
 #include "pkg/server/metrics.h"
 #include "pkg/server/signals.h"
 #include "pkg/version/version.h"
+#include "pkg/volume/linux/isolated_task.h"
 #include "pkg/volume/linux/linux_mount_namespace.h"
 #include "pkg/volume/linux/linux_syscalls.h"
 
@@ -194,6 +195,7 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
     // end the process without destroying anything (and without waiting).
     LOG(WARNING) << role << ": stopped, leaving " << stuck
                  << " publish(es), unpublish(es) or stats look(s) that have not returned";
+    serving.node->AbandonLooks();
     google::FlushLogFiles(google::GLOG_INFO);
     std::_Exit(cli::kExitOk);
   }
@@ -389,6 +391,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     options.max_concurrent_mounts = FLAGS_max_concurrent_mounts;
     options.mount_slot_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
     options.retry_wait = absl::Seconds(FLAGS_call_timeout_seconds);
+    options.isolation = volume::IsolatedTasks();
     if (mounting->spec->lustre_client) {
       client_imports = std::make_unique<driver::LustreImports>(
           mounting->view(), driver::LustreParamDirs(FLAGS_lustre_params_root), base::RealClock());

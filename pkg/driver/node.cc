@@ -131,6 +131,7 @@ NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountMode* mode
       readiness_(readiness),
       mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout),
       clock_(options_.clock != nullptr ? options_.clock : base::RealClock()),
+      isolation_(options_.isolation != nullptr ? options_.isolation : volume::OnTheCallingThread()),
       stats_calls_(clock_, options_.stats_timeout, options_.max_stuck_stats),
       // Stacks as large as the gRPC handlers' (a publish walks fsGroup trees).
       workers_(/*max_idle=*/4, absl::Seconds(30), /*stack_bytes=*/1 << 20),
@@ -350,6 +351,8 @@ void NodeLogic::StopWaiting() {
   stats_calls_.StopWaiting();
 }
 
+void NodeLogic::AbandonLooks() { isolation_->AbandonAll(); }
+
 int NodeLogic::WorkInFlight() { return calls_.InFlight() + stats_calls_.InFlight(); }
 
 bool NodeLogic::ClaimForPublish(const std::string& target) {
@@ -464,8 +467,13 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
   // The file system may not answer: looked at on a worker, bounded.
   MountMode* mode = mode_;
   volume::Syscalls* sys = sys_;
-  absl::StatusOr<VolumeStats> looked = stats_calls_.Call(
-      path, [mode, sys, volume_id, path] { return LookAtVolume(*mode, *sys, volume_id, path); });
+  volume::Isolation* isolation = isolation_;
+  absl::StatusOr<VolumeStats> looked =
+      stats_calls_.Call(path, [mode, sys, isolation, volume_id, path] {
+        absl::StatusOr<VolumeStats> seen = absl::UnknownError("not looked at");
+        isolation->Run([&] { seen = LookAtVolume(*mode, *sys, volume_id, path); });
+        return seen;
+      });
   if (absl::IsDeadlineExceeded(looked.status())) {
     if (!fs.empty()) {
       absl::MutexLock lock(&silent_mu_);

@@ -35,6 +35,7 @@
 #include "pkg/driver/modes/mode.h"
 #include "pkg/driver/mount_slots.h"
 #include "pkg/driver/readiness.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/metrics.h"
 #include "pkg/volume/syscalls.h"
 
@@ -66,6 +67,10 @@ struct NodeOptions {
   // looked at). A volume whose file system has a target that is not
   // connected is reported abnormal by Stats.
   LustreImports* client_imports = nullptr;
+  // Where the look at a file system for stats runs (borrowed; null: on the
+  // worker thread itself): in production a task of its own, so that one that
+  // never returns holds no thread of the process (volume::IsolatedTasks).
+  volume::Isolation* isolation = nullptr;
 };
 
 struct PublishRequest {
@@ -137,6 +142,9 @@ class NodeLogic {
   // Publishes, unpublishes and looks at file systems that have not returned
   // (they use this object, its mode and its syscalls until they do).
   int WorkInFlight();
+  // For a process that ends now: the looks still running in tasks of their
+  // own are killed (they die as the kernel lets them go).
+  void AbandonLooks();
 
   const NodeOptions& options() const { return options_; }
 
@@ -194,7 +202,8 @@ class NodeLogic {
   absl::Mutex groups_mu_;
   std::map<std::string, std::optional<uint32_t>> published_groups_ ABSL_GUARDED_BY(groups_mu_);
   MountSlots mount_slots_;
-  base::Clock* const clock_;  // options_.clock, or the real one
+  base::Clock* const clock_;            // options_.clock, or the real one
+  volume::Isolation* const isolation_;  // options_.isolation, or the calling thread
   base::BoundedCalls<VolumeStats> stats_calls_;
   // File systems with a look that has not returned, and at which target.
   absl::Mutex silent_mu_;

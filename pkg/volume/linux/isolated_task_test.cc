@@ -1,0 +1,81 @@
+// The work runs in a task of its own that shares the process's memory: what
+// it writes is seen by the caller, which waits for it; it is not one of the
+// process's threads; and a task that does not end is killed by AbandonAll.
+#include "pkg/volume/linux/isolated_task.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace lustre_csi::volume {
+namespace {
+
+// The thread ids of this process's thread group.
+std::vector<pid_t> Threads() {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    int tid = 0;
+    if (absl::SimpleAtoi(entry.path().filename().string(), &tid)) out.push_back(tid);
+  }
+  return out;
+}
+
+TEST(IsolatedTaskTest, RunsInATaskOfItsOwnSharingMemory) {
+  std::string written;
+  pid_t task_pid = 0;
+  pid_t task_tid = 0;
+  std::vector<pid_t> threads_seen;
+  IsolatedTasks()->Run([&] {
+    written = std::string(1000, 'x');  // allocates, as real work does
+    task_pid = getpid();
+    task_tid = static_cast<pid_t>(syscall(SYS_gettid));
+  });
+  EXPECT_EQ(written.size(), 1000u) << "the caller does not see what the task wrote";
+  EXPECT_NE(task_pid, getpid()) << "ran as this process";
+  EXPECT_NE(task_tid, static_cast<pid_t>(syscall(SYS_gettid)));
+  std::vector<pid_t> threads = Threads();
+  ASSERT_FALSE(threads.empty());
+  for (pid_t tid : threads) EXPECT_NE(tid, task_tid) << "the task is one of our threads";
+  // Many in a row and from several threads, each on its own stack.
+  std::atomic<int> runs{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) IsolatedTasks()->Run([&] { runs.fetch_add(1); });
+    });
+  }
+  for (std::thread& c : callers) c.join();
+  EXPECT_EQ(runs.load(), 200);
+}
+
+// A task that would wait for ever is killed by AbandonAll, before it runs
+// any more of its work, and its caller goes on.
+TEST(IsolatedTaskTest, AbandonAllKillsWhatStillRuns) {
+  std::atomic<bool> started{false};
+  std::atomic<bool> went_on{false};
+  std::thread caller([&] {
+    IsolatedTasks()->Run([&] {
+      started = true;
+      pause();  // waits for a signal that never comes
+      went_on = true;
+    });
+  });
+  while (!started) absl::SleepFor(absl::Milliseconds(1));
+  absl::SleepFor(absl::Milliseconds(20));
+  IsolatedTasks()->AbandonAll();
+  caller.join();
+  EXPECT_FALSE(went_on.load());
+}
+
+}  // namespace
+}  // namespace lustre_csi::volume
