@@ -191,16 +191,18 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
   if (serving.http) serving.http->Stop();
   int stuck = serving.node != nullptr ? serving.node->WorkInFlight() : 0;
   if (stuck > 0) {
-    // They use the node's objects until they return, which may be never:
-    // end the process without destroying anything (and without waiting).
     LOG(WARNING) << role << ": stopped, leaving " << stuck
                  << " publish(es), unpublish(es) or stats look(s) that have not returned";
     serving.node->AbandonLooks();
-    google::FlushLogFiles(google::GLOG_INFO);
-    std::_Exit(cli::kExitOk);
+  } else {
+    LOG(INFO) << role << ": stopped";
   }
-  LOG(INFO) << role << ": stopped";
-  return cli::kExitOk;
+  // Work given up on (a call above, or a step of an unmount bounded below)
+  // may still use the process's objects when it returns, which may be
+  // never: the process ends without destroying anything, and without
+  // waiting for it.
+  google::FlushLogFiles(google::GLOG_INFO);
+  std::_Exit(cli::kExitOk);
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(server::MetricsRegistry* metrics,

@@ -84,6 +84,8 @@ class BoundedCalls {
       });
       if (!run.ok()) {
         state_->Forget(key, flight);
+        absl::MutexLock lock(&flight->mu);
+        flight->result = run;  // callers that joined it meanwhile see why
         return run;
       }
     }

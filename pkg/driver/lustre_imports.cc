@@ -142,8 +142,8 @@ std::vector<ClientImport> LustreImports::All() {
     last_ = std::move(*read);
     read_at_ = clock_->Now();
   } else {
-    LOG(WARNING) << "reading the Lustre client's import states: " << read.status()
-                 << "; the last ones read stand";
+    LOG_EVERY_N(WARNING, 100) << "reading the Lustre client's import states: " << read.status()
+                              << "; the last ones read stand";
   }
   return last_;
 }

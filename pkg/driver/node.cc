@@ -413,8 +413,9 @@ std::optional<NodeLogic::Silence> NodeLogic::Silent(const std::string& fs) {
     stuck_at = it->second;
   }
   std::optional<absl::Time> since = stats_calls_.StuckSince(stuck_at);
-  if (!since.has_value()) {
-    // It returned: the file system answers again.
+  if (!since.has_value() || clock_->Now() - *since < options_.stats_timeout) {
+    // It returned (or a new look there is within its bound): the file
+    // system answers again.
     absl::MutexLock lock(&silent_mu_);
     auto it = silent_fs_.find(fs);
     if (it != silent_fs_.end() && it->second == stuck_at) silent_fs_.erase(it);

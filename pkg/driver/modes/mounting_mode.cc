@@ -52,7 +52,7 @@ absl::Status MountingMode::Publish(const PublishTarget& t) {
   if (status.ok()) return status;
   absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, target_unmount_);
   if (!undo.ok()) LOG(ERROR) << "undoing mount at " << t.target << ": " << undo;
-  Release(t.target);
+  Release(t.target, /*silent=*/false);
   return volume::Annotate(status, "applying fsGroup");
 }
 
@@ -79,13 +79,13 @@ absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
 
 absl::Status MountingMode::Unpublish(const std::string& target) {
   absl::Status status = volume::CleanupMountPoint(*sys_, target, target_unmount_);
-  Release(target);
+  Release(target, /*silent=*/false);
   return status;
 }
 
 absl::Status MountingMode::Detach(const std::string& target) {
   absl::Status status = volume::DetachMountPoint(*sys_, target, target_unmount_);
-  Release(target);
+  Release(target, /*silent=*/true);
   return status;
 }
 

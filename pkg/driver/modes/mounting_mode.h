@@ -76,7 +76,9 @@ class MountingMode : public MountMode, public FileSystemAccess {
 
   // Called after `target` was unmounted (or an unmount was tried), so the
   // mode can let go of what no target needs any more.
-  virtual void Release(const std::string& target) {}
+  // `silent`: the file system does not answer, so nothing of it may be
+  // looked at (what goes is detached).
+  virtual void Release(const std::string& target, bool silent) {}
 
  private:
   // Mount, holding one of t.slots; on NOT_FOUND for a sub-dir, EnsureSubDirIn

@@ -142,7 +142,7 @@ class SharedClientMode : public internal::MountingMode {
     absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
     if (!root.ok()) return root.status();
     absl::Status status = fn(*sys_, *root);
-    if (Users(client.name) == 0) ReleaseIfUnused(client.name);
+    if (Users(client.name) == 0) ReleaseIfUnused(client.name, /*silent=*/false);
     return status;
   }
 
@@ -155,7 +155,7 @@ class SharedClientMode : public internal::MountingMode {
     if (!root.ok()) return root.status();
     absl::Status status = BindFrom(*root, source, target, BindOptionsOf(options));
     if (!status.ok()) {
-      if (Users(client.name) == 0) ReleaseIfUnused(client.name);
+      if (Users(client.name) == 0) ReleaseIfUnused(client.name, /*silent=*/false);
       return status;
     }
     AddUser(client.name, target);
@@ -202,7 +202,7 @@ class SharedClientMode : public internal::MountingMode {
   // a hung mount. (A target is the user of one client; the table shows it as
   // the user of several only where clients share a device, which separate
   // Lustre client mounts never do: it is let go of by each.)
-  void Release(const std::string& target) override {
+  void Release(const std::string& target, bool silent) override {
     std::vector<std::string> names;
     {
       absl::MutexLock lock(&users_mu_);
@@ -212,7 +212,7 @@ class SharedClientMode : public internal::MountingMode {
     }
     for (const std::string& name : names) {
       absl::MutexLock lock(LockFor(name));
-      if (RemoveUser(name, target) == 0) ReleaseIfUnused(name);
+      if (RemoveUser(name, target) == 0) ReleaseIfUnused(name, silent);
     }
   }
 
@@ -288,7 +288,7 @@ class SharedClientMode : public internal::MountingMode {
     }
     for (const std::string& name : idle) {
       absl::MutexLock lock(LockFor(name));
-      ReleaseIfUnused(name);
+      ReleaseIfUnused(name, /*silent=*/false);
     }
   }
 
@@ -426,7 +426,9 @@ class SharedClientMode : public internal::MountingMode {
   // Unmounts the client `name` when the mount table shows no mount of it
   // left outside the client directory; otherwise takes the users the table
   // shows. Call with the client's lock held.
-  void ReleaseIfUnused(const std::string& name) {
+  // `silent`: the client's file system does not answer; an unused client
+  // is detached without being looked at.
+  void ReleaseIfUnused(const std::string& name, bool silent) {
     const std::string root = ClientDir(name);
     absl::StatusOr<std::vector<volume::MountEntry>> table = volume::MountChecker(sys_).List();
     if (!table.ok()) {
@@ -442,7 +444,8 @@ class SharedClientMode : public internal::MountingMode {
       SetUsers(name, users);  // still backs targets this process did not know of
       return;
     }
-    absl::Status cleaned = volume::CleanupMountPoint(*sys_, root);
+    absl::Status cleaned =
+        silent ? volume::DetachMountPoint(*sys_, root) : volume::CleanupMountPoint(*sys_, root);
     if (cleaned.ok()) {
       Forget(name);
       LOG(INFO) << "unmounted Lustre client " << root << ": nothing uses it";

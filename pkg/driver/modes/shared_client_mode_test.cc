@@ -328,6 +328,24 @@ TEST_F(SharedClientTest, UnpublishNeverForcesTheSharedClient) {
   ASSERT_TRUE(logic_->Unpublish("v", "/pods/b").ok());
 }
 
+// A target of a file system that does not answer is detached, and so is its
+// client when it was the last user: nothing is stat'ed or unmounted plainly
+// (which would wait for the file system).
+TEST_F(SharedClientTest, DetachingTheLastTargetDetachesItsClient) {
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+  ASSERT_EQ(ClientMounts(), 1);
+  const size_t before = sys_.UnmountCalls().size();
+  absl::Status s = mode_->Detach("/pods/a");
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(ClientMounts(), 0);
+  EXPECT_FALSE(sys_.Exists("/pods/a"));
+  std::vector<volume::FakeSyscalls::UnmountCall> calls = sys_.UnmountCalls();
+  ASSERT_EQ(calls.size(), before + 2) << "the target and the client";
+  for (size_t i = before; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].flags, MNT_DETACH) << calls[i].target;
+  }
+}
+
 TEST_F(SharedClientTest, SubDirsNeverEscapeTheClientRoot) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
   for (const char* hostile : {"../../../etc", "x/../../..", "/../etc"}) {

@@ -18,8 +18,16 @@
 namespace lustre_csi::volume {
 namespace {
 
-// The work's own stack; the calling thread is suspended meanwhile.
+// The work's own stack, above a guard page; the calling thread is suspended
+// meanwhile.
 constexpr size_t kStackBytes = 512 * 1024;
+constexpr size_t kGuardBytes = 4096;
+
+// Set for good once the process ends: work not started yet never starts.
+std::atomic<bool> abandoned{false};
+// Set on the calling thread's storage while its task runs (the task shares
+// it): work inside a task runs on, never in a task of its own.
+thread_local bool in_task = false;
 
 struct Job {
   const std::function<void()>* fn;
@@ -28,27 +36,37 @@ struct Job {
 // The stack of the calling thread's tasks, unmapped when the thread ends (it
 // cannot end while a task of its runs: it waits for it).
 struct TaskStack {
-  void* base = nullptr;
+  void* base = nullptr;  // the guard page, then the stack
   ~TaskStack() {
-    if (base != nullptr) munmap(base, kStackBytes);
+    if (base != nullptr) munmap(base, kGuardBytes + kStackBytes);
   }
 };
 
 int TaskMain(void* arg) {
+  if (abandoned.load()) return 0;  // the process ends: none of the work
+  in_task = true;
   (*static_cast<Job*>(arg)->fn)();
+  in_task = false;
   return 0;  // the clone(2) wrapper ends this task only (SYS_exit)
 }
 
 class Tasks : public Isolation {
  public:
   void Run(const std::function<void()>& fn) override {
+    if (in_task) return fn();      // already in a task of its own
+    if (abandoned.load()) return;  // the process ends
     // One stack per calling thread: a thread runs one task at a time, and a
     // task that never ends keeps its thread waiting too.
     thread_local TaskStack stack;
     if (stack.base == nullptr) {
-      void* mapped = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+      void* mapped = mmap(nullptr, kGuardBytes + kStackBytes, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
       if (mapped == MAP_FAILED) return Inline(fn, "mmap", errno);
+      if (mprotect(mapped, kGuardBytes, PROT_NONE) != 0) {
+        int err = errno;
+        munmap(mapped, kGuardBytes + kStackBytes);
+        return Inline(fn, "mprotect", err);
+      }
       stack.base = mapped;
     }
     Job job{&fn};
@@ -60,9 +78,14 @@ class Tasks : public Isolation {
       absl::MutexLock lock(&mu_);
       running_.insert(slot);
     }
-    char* top = static_cast<char*>(stack.base) + kStackBytes;
-    pid_t pid = clone(&TaskMain, top, CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, &job,
-                      reinterpret_cast<pid_t*>(slot));
+    char* top = static_cast<char*>(stack.base) + kGuardBytes + kStackBytes;
+    // The descriptor table and the file-system context are shared as a
+    // thread shares them: a descriptor the process closes is closed for the
+    // task too (a pipe's end it held would keep its reader waiting).
+    pid_t pid =
+        clone(&TaskMain, top,
+              CLONE_VM | CLONE_FILES | CLONE_FS | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, &job,
+              reinterpret_cast<pid_t*>(slot));
     int err = errno;
     {
       absl::MutexLock lock(&mu_);
@@ -74,6 +97,7 @@ class Tasks : public Isolation {
   }
 
   void AbandonAll() override {
+    abandoned.store(true);  // a task not started yet never runs its work
     absl::MutexLock lock(&mu_);
     for (std::atomic<pid_t>* slot : running_) {
       pid_t pid = slot->load();

@@ -7,8 +7,10 @@
 // SIGKILL to every task still running, which then dies as soon as the
 // kernel lets it go, before it runs any more of its work. The work sees the
 // caller's thread-local state (errno, allocator caches), which the caller
-// does not use while it waits. Where clone(2) fails, the work runs on the
-// calling thread (logged once).
+// does not use while it waits; so the work must not start threads, and work
+// run from inside a task runs on in that task. Once AbandonAll ran, no work
+// starts any more. Where clone(2) fails, the work runs on the calling thread
+// (logged once).
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_ISOLATED_TASK_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_ISOLATED_TASK_H_
 

@@ -58,6 +58,26 @@ TEST(IsolatedTaskTest, RunsInATaskOfItsOwnSharingMemory) {
   EXPECT_EQ(runs.load(), 200);
 }
 
+// Work run from inside a task runs on in that task (a nested task would
+// take the stack the outer one runs on); a descriptor the process opens or
+// closes meanwhile is the task's too (one table, as a thread has).
+TEST(IsolatedTaskTest, NestedWorkAndDescriptorsAreSharedAsByAThread) {
+  pid_t outer = 0, inner = 0;
+  int fds[2] = {-1, -1};
+  ASSERT_EQ(pipe(fds), 0);
+  bool closed_in_task = false;
+  IsolatedTasks()->Run([&] {
+    outer = getpid();
+    IsolatedTasks()->Run([&] { inner = getpid(); });
+    closed_in_task = close(fds[1]) == 0;
+  });
+  EXPECT_EQ(inner, outer);
+  EXPECT_TRUE(closed_in_task);
+  char c;
+  EXPECT_EQ(read(fds[0], &c, 1), 0) << "the write end is still open somewhere";
+  close(fds[0]);
+}
+
 // A task that would wait for ever is killed by AbandonAll, before it runs
 // any more of its work, and its caller goes on.
 TEST(IsolatedTaskTest, AbandonAllKillsWhatStillRuns) {
@@ -75,6 +95,10 @@ TEST(IsolatedTaskTest, AbandonAllKillsWhatStillRuns) {
   IsolatedTasks()->AbandonAll();
   caller.join();
   EXPECT_FALSE(went_on.load());
+  // Once abandoned, no work starts any more.
+  bool ran = false;
+  IsolatedTasks()->Run([&] { ran = true; });
+  EXPECT_FALSE(ran);
 }
 
 }  // namespace
