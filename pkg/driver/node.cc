@@ -188,23 +188,25 @@ absl::Status NodeLogic::PublishWork(const PublishRequest& req) {
   const std::string fs =
       params.ok() ? absl::StrCat(params->mgs_address, ":/", params->fs_name) : "";
   absl::Status status = absl::OkStatus();
-  if (std::optional<Silence> silent = Silent(fs); silent.has_value()) {
+  if (!params.ok()) {
+    status = params.status();
+  } else if (std::optional<Silence> silent = Silent(fs); silent.has_value()) {
     status = absl::UnavailableError(
         absl::StrCat("the file system of volume ", req.volume_id, " is not responding (",
                      silent->why, "); not publishing at ", req.target_path, " until it answers"));
   } else {
-    status = PublishLocked(req);
+    status = PublishLocked(req, *params);
   }
   if (status.ok() && !fs.empty()) {
-    absl::MutexLock lock(&silent_mu_);
-    target_fs_[req.target_path] = fs;
+    absl::MutexLock lock(&published_mu_);
+    published_[req.target_path].fs = fs;
   }
   if (status.ok() && Abandoned(req.target_path)) {
     // The CO gave up on this publish and unpublished: nothing may stay.
     absl::Status undone = mode_->Unpublish(req.target_path);
     {
-      absl::MutexLock groups(&groups_mu_);
-      published_groups_.erase(req.target_path);
+      absl::MutexLock lock(&published_mu_);
+      published_.erase(req.target_path);
     }
     LOG(WARNING) << "publish of volume " << req.volume_id << " at " << req.target_path
                  << " returned after an unpublish of the target abandoned it; undoing it: "
@@ -224,15 +226,13 @@ absl::Status NodeLogic::PublishWork(const PublishRequest& req) {
   return status;
 }
 
-absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
-  absl::StatusOr<LustreParams> params = VolumeParams(req.volume_id, req.volume_context);
-  if (!params.ok()) return params.status();
-  absl::StatusOr<std::string> sub_dir = FillSubDir(params->sub_dir, params->kubernetes);
+absl::Status NodeLogic::PublishLocked(const PublishRequest& req, const LustreParams& params) {
+  absl::StatusOr<std::string> sub_dir = FillSubDir(params.sub_dir, params.kubernetes);
   if (!sub_dir.ok()) return sub_dir.status();
   absl::StatusOr<std::vector<std::string>> options =
       BuildMountOptions(req.mount_flags, req.read_only);
   if (!options.ok()) return options.status();
-  LustreSource source{params->mgs_address, params->fs_name, *sub_dir};
+  LustreSource source{params.mgs_address, params.fs_name, *sub_dir};
 
   // What is at the target now?
   bool created_target = false;
@@ -294,17 +294,17 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req) {
     if (!removed.ok()) LOG(ERROR) << "removing target " << req.target_path << ": " << removed;
   }
   if (status.ok()) {
-    absl::MutexLock lock(&groups_mu_);
-    published_groups_[req.target_path] = req.volume_mount_group;
+    absl::MutexLock lock(&published_mu_);
+    published_[req.target_path].group = req.volume_mount_group;
   }
   return status;
 }
 
 std::optional<std::optional<uint32_t>> NodeLogic::PublishedGroup(const std::string& target) {
-  absl::MutexLock lock(&groups_mu_);
-  auto it = published_groups_.find(target);
-  if (it == published_groups_.end()) return std::nullopt;
-  return it->second;
+  absl::MutexLock lock(&published_mu_);
+  auto it = published_.find(target);
+  if (it == published_.end()) return std::nullopt;
+  return it->second.group;
 }
 
 absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::string& target_path) {
@@ -329,12 +329,8 @@ absl::Status NodeLogic::UnpublishWork(const std::string& volume_id,
   absl::Status status =
       silent.has_value() ? mode_->Detach(target_path) : mode_->Unpublish(target_path);
   if (status.ok()) {
-    absl::MutexLock groups(&groups_mu_);
-    published_groups_.erase(target_path);
-  }
-  if (status.ok()) {
-    absl::MutexLock lock(&silent_mu_);
-    target_fs_.erase(target_path);
+    absl::MutexLock lock(&published_mu_);
+    published_.erase(target_path);
   }
   ReleaseTarget(target_path);
   if (status.ok()) {
@@ -396,9 +392,9 @@ void NodeLogic::ReleaseTarget(const std::string& target) {
 
 std::string NodeLogic::FileSystemAt(const std::string& volume_id, const std::string& target) {
   {
-    absl::MutexLock lock(&silent_mu_);
-    auto it = target_fs_.find(target);
-    if (it != target_fs_.end()) return it->second;
+    absl::MutexLock lock(&published_mu_);
+    auto it = published_.find(target);
+    if (it != published_.end() && !it->second.fs.empty()) return it->second.fs;
   }
   return FileSystemOf(volume_id);
 }

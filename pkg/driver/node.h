@@ -34,6 +34,7 @@
 #include "pkg/driver/lustre_imports.h"
 #include "pkg/driver/modes/mode.h"
 #include "pkg/driver/mount_slots.h"
+#include "pkg/driver/parameters.h"
 #include "pkg/driver/readiness.h"
 #include "pkg/volume/isolation.h"
 #include "pkg/volume/metrics.h"
@@ -150,7 +151,8 @@ class NodeLogic {
 
  private:
   absl::Status PublishWork(const PublishRequest& req);
-  absl::Status PublishLocked(const PublishRequest& req);
+  // `params`: VolumeParams of the request, read once by PublishWork.
+  absl::Status PublishLocked(const PublishRequest& req, const LustreParams& params);
   absl::Status UnpublishWork(const std::string& volume_id, const std::string& target_path);
   // Runs `work` for `target` on a worker, joined by the same `key`, waiting
   // for it as long as `retry_wait` from its start.
@@ -197,10 +199,17 @@ class NodeLogic {
   absl::Mutex targets_mu_;
   std::map<std::string, TargetWork> targets_ ABSL_GUARDED_BY(targets_mu_);
   absl::CondVar targets_cv_;  // signalled when a target is released
-  // The volume_mount_group each target was published with, by this process.
+  // What this process published at each target: the volume_mount_group it
+  // mounted with (unset: not known, e.g. a repeat after a restart), and the
+  // file system (FileSystemAt).
+  struct Published {
+    std::optional<std::optional<uint32_t>> group;
+    std::string fs;
+  };
+  // The volume_mount_group `target` was published with, by this process.
   std::optional<std::optional<uint32_t>> PublishedGroup(const std::string& target);
-  absl::Mutex groups_mu_;
-  std::map<std::string, std::optional<uint32_t>> published_groups_ ABSL_GUARDED_BY(groups_mu_);
+  absl::Mutex published_mu_;
+  std::map<std::string, Published> published_ ABSL_GUARDED_BY(published_mu_);
   MountSlots mount_slots_;
   base::Clock* const clock_;            // options_.clock, or the real one
   volume::Isolation* const isolation_;  // options_.isolation, or the calling thread
@@ -208,8 +217,6 @@ class NodeLogic {
   // File systems with a look that has not returned, and at which target.
   absl::Mutex silent_mu_;
   std::map<std::string, std::string> silent_fs_ ABSL_GUARDED_BY(silent_mu_);
-  // The file system of each target this process published.
-  std::map<std::string, std::string> target_fs_ ABSL_GUARDED_BY(silent_mu_);
   base::WorkerPool workers_;  // runs publishes and unpublishes
   // The outcome of a publish or an unpublish, told apart from the calls' own
   // errors (its bound passed).
