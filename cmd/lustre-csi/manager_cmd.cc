@@ -175,9 +175,8 @@ int RunDaemon(cli::Streams streams) {
     return Fail(streams, "static plugins", s);
   }
 
-  csimanager::ManagerService service(&manager);
   server::Routes routes;
-  service.AddRoutes(routes);
+  std::unique_ptr<grpc::Service> service = csimanager::NewManagerService(&manager, routes);
   absl::StatusOr<std::unique_ptr<server::UnixGrpcServer>> api =
       server::UnixGrpcServer::Start(*socket, routes);
   if (!api.ok()) return Fail(streams, "", api.status());

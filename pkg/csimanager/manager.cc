@@ -31,29 +31,12 @@ bool SameInstance(const PluginRecord& a, const PluginRecord& b) {
 
 }  // namespace
 
-// Everything behind the API: the registry, the instance and volume managers,
-// the watcher. Manager forwards to it.
+// The state behind the API (the registry, the instance and volume managers,
+// the watcher) and the helpers the API's methods share.
 class Manager::Impl {
  public:
   Impl(ManagerOptions options, ManagerDeps deps);
-  ~Impl();
 
-  absl::StatusOr<StartReport> Start();
-  absl::Status SetStaticPlugins(std::vector<PluginRecord> records);
-  std::vector<PluginStatus> ListPlugins(std::optional<PluginType> type);
-  absl::StatusOr<PluginStatus> WaitForPlugin(PluginType type, const std::string& name,
-                                             absl::Time deadline);
-  absl::StatusOr<MountInfo> MountVolume(const std::string& plugin, const MountRequest& request);
-  absl::StatusOr<UnmountResult> UnmountVolume(const std::string& plugin,
-                                              const UnmountRequest& request);
-  absl::StatusOr<bool> HasMount(const std::string& plugin, const MountInfo& mount);
-  std::vector<Claim> ListClaims(const std::string& plugin = "");
-  NodeInfo GetNodeInfo();
-  absl::StatusOr<DrainResult> Drain();
-  void Shutdown(absl::Duration grace, bool unmount_all = false);
-  absl::Status Health();
-
- private:
   // Starts and stops instance managers to match the registry.
   void Reconcile();
   void OnFingerprint(const PluginStatus& status);
@@ -62,8 +45,6 @@ class Manager::Impl {
   absl::StatusOr<VolumeManager*> Volumes(const std::string& plugin, bool create);
   absl::Status BeginOperation();
   void EndOperation(absl::string_view operation, absl::StatusCode code, absl::Time start);
-  // Sets the gauges (plugins by health, claims by state) before a render.
-  void CollectGauges();
 
   const ManagerOptions options_;
   const ManagerDeps deps_;
@@ -106,60 +87,70 @@ Manager::Impl::Impl(ManagerOptions options, ManagerDeps deps)
                                "Active plugin instances by health.", {"health"});
   claims_ =
       metrics->AddGauge(absl::StrCat(kPrefix, "claims"), "Volume claims by state.", {"state"});
-  metrics->AddCollector([this] { CollectGauges(); });
   registry_.SetListener([this] { Reconcile(); });
 }
 
-Manager::Impl::~Impl() {
-  registry_.SetListener(nullptr);
-  Shutdown(options_.shutdown_grace);
+// ------------------------------------------------------------ the API
+
+Manager::Manager(ManagerOptions options, ManagerDeps deps)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {
+  server::MetricsRegistry* metrics =
+      impl_->deps_.metrics != nullptr ? impl_->deps_.metrics : impl_->own_metrics_.get();
+  metrics->AddCollector([this] { CollectGauges(); });
 }
 
-absl::StatusOr<StartReport> Manager::Impl::Start() {
+Manager::~Manager() {
+  impl_->registry_.SetListener(nullptr);
+  Shutdown(impl_->options_.shutdown_grace);
+}
+
+absl::StatusOr<StartReport> Manager::Start() {
   {
-    absl::MutexLock lock(&mu_);
-    if (started_ || shutting_down_) {
+    absl::MutexLock lock(&impl_->mu_);
+    if (impl_->started_ || impl_->shutting_down_) {
       return absl::FailedPreconditionError("plugin manager already started");
     }
   }
-  if (!options_.registration_dir.empty() && deps_.sys == nullptr) {
+  if (!impl_->options_.registration_dir.empty() && impl_->deps_.sys == nullptr) {
     return absl::InvalidArgumentError("a registration directory needs the node's Syscalls");
   }
   StartReport report;
-  absl::Status restored = registry_.Restore();
+  absl::Status restored = impl_->registry_.Restore();
   if (!restored.ok()) return restored;
-  report.plugins_restored = static_cast<int>(registry_.List().size());
+  report.plugins_restored = static_cast<int>(impl_->registry_.List().size());
 
-  absl::StatusOr<std::vector<Claim>> claims = deps_.store->ListClaims();
+  absl::StatusOr<std::vector<Claim>> claims = impl_->deps_.store->ListClaims();
   if (!claims.ok()) return claims.status();
   std::set<std::string> plugins;
   for (const Claim& claim : *claims) plugins.insert(claim.plugin);
   for (const std::string& plugin : plugins) {
-    absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/true);
+    absl::StatusOr<VolumeManager*> volumes = impl_->Volumes(plugin, /*create=*/true);
     if (!volumes.ok()) return volumes.status();
   }
   {
-    absl::MutexLock lock(&volumes_mu_);
-    for (const auto& [name, volumes] : volumes_) report.volumes[name] = volumes->last_restore();
+    absl::MutexLock lock(&impl_->volumes_mu_);
+    for (const auto& [name, volumes] : impl_->volumes_)
+      report.volumes[name] = volumes->last_restore();
   }
   {
-    absl::MutexLock lock(&mu_);
-    started_ = true;
+    absl::MutexLock lock(&impl_->mu_);
+    impl_->started_ = true;
   }
-  Reconcile();
-  if (!options_.registration_dir.empty()) {
-    RegistrationWatcherOptions watch = options_.registration;
-    watch.directory = options_.registration_dir;
-    watcher_ = std::make_unique<RegistrationWatcher>(&registry_, deps_.sys, deps_.clock, watch);
-    RETURN_IF_ERROR(watcher_->Start());
+  impl_->Reconcile();
+  if (!impl_->options_.registration_dir.empty()) {
+    RegistrationWatcherOptions watch = impl_->options_.registration;
+    watch.directory = impl_->options_.registration_dir;
+    impl_->watcher_ = std::make_unique<RegistrationWatcher>(&impl_->registry_, impl_->deps_.sys,
+                                                            impl_->deps_.clock, watch);
+    RETURN_IF_ERROR(impl_->watcher_->Start());
   }
   LOG(INFO) << "plugin manager started: " << report.plugins_restored << " plugins and "
             << claims->size() << " claims restored";
   return report;
 }
 
-absl::Status Manager::Impl::SetStaticPlugins(std::vector<PluginRecord> records) {
-  return registry_.ReplaceStatic(std::move(records));
+absl::Status Manager::SetStaticPlugins(std::vector<PluginRecord> records) {
+  return impl_->registry_.ReplaceStatic(std::move(records));
 }
 
 void Manager::Impl::Reconcile() {
@@ -252,18 +243,18 @@ void Manager::Impl::EndOperation(absl::string_view operation, absl::StatusCode c
   --in_flight_;
 }
 
-std::vector<PluginStatus> Manager::Impl::ListPlugins(std::optional<PluginType> type) {
-  std::vector<PluginRecord> records = registry_.List();
+std::vector<PluginStatus> Manager::ListPlugins(std::optional<PluginType> type) {
+  std::vector<PluginRecord> records = impl_->registry_.List();
   std::set<std::string> active;
-  for (const PluginRecord& record : registry_.ActiveSet()) active.insert(record.id);
+  for (const PluginRecord& record : impl_->registry_.ActiveSet()) active.insert(record.id);
   std::vector<PluginStatus> out;
   for (const PluginRecord& record : records) {
     if (type.has_value() && !Serves(record.type, *type)) continue;
     std::shared_ptr<InstanceManager> instance;
     {
-      absl::MutexLock lock(&mu_);
-      auto it = instances_.find(record.id);
-      if (it != instances_.end()) instance = it->second;
+      absl::MutexLock lock(&impl_->mu_);
+      auto it = impl_->instances_.find(record.id);
+      if (it != impl_->instances_.end()) instance = it->second;
     }
     PluginStatus status;
     if (instance != nullptr) {
@@ -280,21 +271,21 @@ std::vector<PluginStatus> Manager::Impl::ListPlugins(std::optional<PluginType> t
   return out;
 }
 
-absl::StatusOr<PluginStatus> Manager::Impl::WaitForPlugin(PluginType type, const std::string& name,
-                                                          absl::Time deadline) {
+absl::StatusOr<PluginStatus> Manager::WaitForPlugin(PluginType type, const std::string& name,
+                                                    absl::Time deadline) {
   while (true) {
     uint64_t seen;
     {
-      absl::MutexLock lock(&mu_);
-      if (shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
-      seen = version_;
+      absl::MutexLock lock(&impl_->mu_);
+      if (impl_->shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
+      seen = impl_->version_;
     }
     std::string waiting_for;
-    std::optional<PluginRecord> record = registry_.Active(name, type);
+    std::optional<PluginRecord> record = impl_->registry_.Active(name, type);
     if (!record.has_value()) {
       waiting_for = "is not registered";
     } else {
-      std::shared_ptr<InstanceManager> instance = ActiveInstance(name, type);
+      std::shared_ptr<InstanceManager> instance = impl_->ActiveInstance(name, type);
       if (instance == nullptr) {
         waiting_for = "is not started";
       } else {
@@ -303,65 +294,65 @@ absl::StatusOr<PluginStatus> Manager::Impl::WaitForPlugin(PluginType type, const
         waiting_for = absl::StrCat("is not healthy: ", status.health_reason);
       }
     }
-    absl::MutexLock lock(&mu_);
-    auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return version_ != seen || shutting_down_;
+    absl::MutexLock lock(&impl_->mu_);
+    auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu_) {
+      return impl_->version_ != seen || impl_->shutting_down_;
     };
-    if (!mu_.AwaitWithDeadline(absl::Condition(&changed), deadline)) {
+    if (!impl_->mu_.AwaitWithDeadline(absl::Condition(&changed), deadline)) {
       return absl::DeadlineExceededError(
           absl::StrCat(PluginTypeName(type), " plugin ", name, " ", waiting_for));
     }
   }
 }
 
-absl::StatusOr<MountInfo> Manager::Impl::MountVolume(const std::string& plugin,
-                                                     const MountRequest& request) {
-  RETURN_IF_ERROR(BeginOperation());
-  absl::Time start = deps_.clock->Now();
+absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
+                                               const MountRequest& request) {
+  RETURN_IF_ERROR(impl_->BeginOperation());
+  absl::Time start = impl_->deps_.clock->Now();
   absl::StatusOr<MountInfo> result = [&]() -> absl::StatusOr<MountInfo> {
-    absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/false);
+    absl::StatusOr<VolumeManager*> volumes = impl_->Volumes(plugin, /*create=*/false);
     if (!volumes.ok()) {
-      if (!registry_.Active(plugin, PluginType::kNode).has_value()) {
+      if (!impl_->registry_.Active(plugin, PluginType::kNode).has_value()) {
         return absl::NotFoundError(absl::StrCat("no node plugin named ", plugin, " is registered"));
       }
-      volumes = Volumes(plugin, /*create=*/true);
+      volumes = impl_->Volumes(plugin, /*create=*/true);
       if (!volumes.ok()) return volumes.status();
     }
     return (*volumes)->MountVolume(request);
   }();
-  EndOperation("mount", result.status().code(), start);
+  impl_->EndOperation("mount", result.status().code(), start);
   return result;
 }
 
-absl::StatusOr<UnmountResult> Manager::Impl::UnmountVolume(const std::string& plugin,
-                                                           const UnmountRequest& request) {
-  RETURN_IF_ERROR(BeginOperation());
-  absl::Time start = deps_.clock->Now();
+absl::StatusOr<UnmountResult> Manager::UnmountVolume(const std::string& plugin,
+                                                     const UnmountRequest& request) {
+  RETURN_IF_ERROR(impl_->BeginOperation());
+  absl::Time start = impl_->deps_.clock->Now();
   absl::StatusOr<UnmountResult> result = [&]() -> absl::StatusOr<UnmountResult> {
-    bool known = registry_.Active(plugin, PluginType::kNode).has_value();
-    absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/known);
+    bool known = impl_->registry_.Active(plugin, PluginType::kNode).has_value();
+    absl::StatusOr<VolumeManager*> volumes = impl_->Volumes(plugin, /*create=*/known);
     if (!volumes.ok()) {
       return absl::NotFoundError(
           absl::StrCat("no node plugin named ", plugin, " is registered or has claims"));
     }
     return (*volumes)->UnmountVolume(request);
   }();
-  EndOperation("unmount", result.status().code(), start);
+  impl_->EndOperation("unmount", result.status().code(), start);
   return result;
 }
 
-absl::StatusOr<bool> Manager::Impl::HasMount(const std::string& plugin, const MountInfo& mount) {
-  absl::StatusOr<VolumeManager*> volumes = Volumes(plugin, /*create=*/false);
+absl::StatusOr<bool> Manager::HasMount(const std::string& plugin, const MountInfo& mount) {
+  absl::StatusOr<VolumeManager*> volumes = impl_->Volumes(plugin, /*create=*/false);
   if (volumes.ok()) return (*volumes)->HasMount(mount);
   if (mount.target.empty()) return absl::InvalidArgumentError("mount has no target path");
-  return deps_.mounts->IsMountPoint(mount.target);
+  return impl_->deps_.mounts->IsMountPoint(mount.target);
 }
 
-std::vector<Claim> Manager::Impl::ListClaims(const std::string& plugin) {
+std::vector<Claim> Manager::ListClaims(const std::string& plugin) {
   std::vector<VolumeManager*> all;
   {
-    absl::MutexLock lock(&volumes_mu_);
-    for (const auto& [name, volumes] : volumes_) {
+    absl::MutexLock lock(&impl_->volumes_mu_);
+    for (const auto& [name, volumes] : impl_->volumes_) {
       if (plugin.empty() || name == plugin) all.push_back(volumes.get());
     }
   }
@@ -372,17 +363,17 @@ std::vector<Claim> Manager::Impl::ListClaims(const std::string& plugin) {
   return out;
 }
 
-NodeInfo Manager::Impl::GetNodeInfo() {
+NodeInfo Manager::GetNodeInfo() {
   NodeInfo info;
-  info.node_name = options_.node_name;
+  info.node_name = impl_->options_.node_name;
   std::set<std::string> names;
-  for (const PluginRecord& record : registry_.ActiveSet()) {
+  for (const PluginRecord& record : impl_->registry_.ActiveSet()) {
     if (ServesNode(record.type)) names.insert(record.name);
   }
   for (const std::string& name : names) {
     NodeInfo::Driver driver;
     driver.name = name;
-    std::shared_ptr<InstanceManager> instance = ActiveInstance(name, PluginType::kNode);
+    std::shared_ptr<InstanceManager> instance = impl_->ActiveInstance(name, PluginType::kNode);
     PluginStatus status = instance != nullptr ? instance->Status() : PluginStatus();
     driver.node_id = status.node_id;
     for (const auto& [key, value] : status.topology) driver.topology_keys.push_back(key);
@@ -394,13 +385,13 @@ NodeInfo Manager::Impl::GetNodeInfo() {
   return info;
 }
 
-absl::StatusOr<DrainResult> Manager::Impl::Drain() {
-  RETURN_IF_ERROR(BeginOperation());
-  absl::Time start = deps_.clock->Now();
+absl::StatusOr<DrainResult> Manager::Drain() {
+  RETURN_IF_ERROR(impl_->BeginOperation());
+  absl::Time start = impl_->deps_.clock->Now();
   std::vector<VolumeManager*> all;
   {
-    absl::MutexLock lock(&volumes_mu_);
-    for (const auto& [name, volumes] : volumes_) all.push_back(volumes.get());
+    absl::MutexLock lock(&impl_->volumes_mu_);
+    for (const auto& [name, volumes] : impl_->volumes_) all.push_back(volumes.get());
   }
   DrainResult total;
   for (VolumeManager* volumes : all) {
@@ -412,15 +403,15 @@ absl::StatusOr<DrainResult> Manager::Impl::Drain() {
   }
   LOG(INFO) << "drain: unmounted " << total.unmounted << " claims, " << total.errors.size()
             << " errors";
-  EndOperation("drain", total.errors.empty() ? absl::StatusCode::kOk : absl::StatusCode::kInternal,
-               start);
+  impl_->EndOperation(
+      "drain", total.errors.empty() ? absl::StatusCode::kOk : absl::StatusCode::kInternal, start);
   return total;
 }
 
-void Manager::Impl::Shutdown(absl::Duration grace, bool unmount_all) {
+void Manager::Shutdown(absl::Duration grace, bool unmount_all) {
   {
-    absl::MutexLock lock(&mu_);
-    if (shutting_down_) return;
+    absl::MutexLock lock(&impl_->mu_);
+    if (impl_->shutting_down_) return;
   }
   if (unmount_all) {
     absl::StatusOr<DrainResult> drained = Drain();
@@ -432,45 +423,46 @@ void Manager::Impl::Shutdown(absl::Duration grace, bool unmount_all) {
   }
   std::vector<std::shared_ptr<InstanceManager>> instances;
   {
-    absl::MutexLock lock(&mu_);
-    if (shutting_down_) return;
-    shutting_down_ = true;
-    ++version_;
-    for (const auto& [id, instance] : instances_) instances.push_back(instance);
+    absl::MutexLock lock(&impl_->mu_);
+    if (impl_->shutting_down_) return;
+    impl_->shutting_down_ = true;
+    ++impl_->version_;
+    for (const auto& [id, instance] : impl_->instances_) instances.push_back(instance);
   }
-  if (watcher_ != nullptr) watcher_->Stop();
+  if (impl_->watcher_ != nullptr) impl_->watcher_->Stop();
   for (auto& instance : instances) instance->Stop();
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu_) { return impl_->in_flight_ == 0; };
   bool finished;
   {
-    absl::MutexLock lock(&mu_);
-    finished = mu_.AwaitWithTimeout(absl::Condition(&idle), grace);
+    absl::MutexLock lock(&impl_->mu_);
+    finished = impl_->mu_.AwaitWithTimeout(absl::Condition(&idle), grace);
     if (!finished) {
-      LOG(WARNING) << "cancelling " << in_flight_ << " operations still running after " << grace;
+      LOG(WARNING) << "cancelling " << impl_->in_flight_ << " operations still running after "
+                   << grace;
     }
   }
   if (!finished) {
-    cancel_.Cancel();
-    absl::MutexLock lock(&mu_);
-    if (!mu_.AwaitWithTimeout(absl::Condition(&idle), kCancelWait)) {
-      LOG(ERROR) << in_flight_ << " operations did not end after being cancelled";
+    impl_->cancel_.Cancel();
+    absl::MutexLock lock(&impl_->mu_);
+    if (!impl_->mu_.AwaitWithTimeout(absl::Condition(&idle), kCancelWait)) {
+      LOG(ERROR) << impl_->in_flight_ << " operations did not end after being cancelled";
     }
   }
   LOG(INFO) << "plugin manager stopped" << (unmount_all ? "" : "; mounts are kept");
 }
 
-absl::Status Manager::Impl::Health() {
-  absl::MutexLock lock(&mu_);
-  if (!started_) return absl::UnavailableError("plugin manager is not started");
-  if (shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
+absl::Status Manager::Health() {
+  absl::MutexLock lock(&impl_->mu_);
+  if (!impl_->started_) return absl::UnavailableError("plugin manager is not started");
+  if (impl_->shutting_down_) return absl::UnavailableError("plugin manager is shutting down");
   return absl::OkStatus();
 }
 
-void Manager::Impl::CollectGauges() {
+void Manager::CollectGauges() {
   std::vector<std::shared_ptr<InstanceManager>> instances;
   {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, instance] : instances_) instances.push_back(instance);
+    absl::MutexLock lock(&impl_->mu_);
+    for (const auto& [id, instance] : impl_->instances_) instances.push_back(instance);
   }
   double healthy = 0, unhealthy = 0;
   for (const auto& instance : instances) {
@@ -480,47 +472,10 @@ void Manager::Impl::CollectGauges() {
       ++unhealthy;
     }
   }
-  plugins_->Reset({{{"healthy"}, healthy}, {{"unhealthy"}, unhealthy}});
+  impl_->plugins_->Reset({{{"healthy"}, healthy}, {{"unhealthy"}, unhealthy}});
   std::map<server::LabelValues, double> claims;
   for (const Claim& claim : ListClaims()) ++claims[{std::string(ClaimStateName(claim.state))}];
-  claims_->Reset(std::move(claims));
+  impl_->claims_->Reset(std::move(claims));
 }
-
-// ------------------------------------------------------------ the API
-
-Manager::Manager(ManagerOptions options, ManagerDeps deps)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {}
-Manager::~Manager() = default;
-absl::StatusOr<StartReport> Manager::Start() { return impl_->Start(); }
-absl::Status Manager::SetStaticPlugins(std::vector<PluginRecord> records) {
-  return impl_->SetStaticPlugins(std::move(records));
-}
-std::vector<PluginStatus> Manager::ListPlugins(std::optional<PluginType> type) {
-  return impl_->ListPlugins(type);
-}
-absl::StatusOr<PluginStatus> Manager::WaitForPlugin(PluginType type, const std::string& name,
-                                                    absl::Time deadline) {
-  return impl_->WaitForPlugin(type, name, deadline);
-}
-absl::StatusOr<MountInfo> Manager::MountVolume(const std::string& plugin,
-                                               const MountRequest& request) {
-  return impl_->MountVolume(plugin, request);
-}
-absl::StatusOr<UnmountResult> Manager::UnmountVolume(const std::string& plugin,
-                                                     const UnmountRequest& request) {
-  return impl_->UnmountVolume(plugin, request);
-}
-absl::StatusOr<bool> Manager::HasMount(const std::string& plugin, const MountInfo& mount) {
-  return impl_->HasMount(plugin, mount);
-}
-std::vector<Claim> Manager::ListClaims(const std::string& plugin) {
-  return impl_->ListClaims(plugin);
-}
-NodeInfo Manager::GetNodeInfo() { return impl_->GetNodeInfo(); }
-absl::StatusOr<DrainResult> Manager::Drain() { return impl_->Drain(); }
-void Manager::Shutdown(absl::Duration grace, bool unmount_all) {
-  impl_->Shutdown(grace, unmount_all);
-}
-absl::Status Manager::Health() { return impl_->Health(); }
 
 }  // namespace lustre_csi::csimanager

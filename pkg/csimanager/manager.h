@@ -130,7 +130,10 @@ class Manager {
   absl::Status Health();
 
  private:
-  class Impl;  // manager.cc: everything behind the API
+  // Sets the gauges (plugins by health, claims by state) before a render.
+  void CollectGauges();
+
+  class Impl;  // manager.cc: the state behind the API and the helpers it shares
   std::unique_ptr<Impl> impl_;
 };
 

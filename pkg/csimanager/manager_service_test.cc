@@ -64,9 +64,8 @@ class ManagerServiceTest : public ::testing::Test {
                     .ok());
 
     // Served as the daemon serves it: its routes on the project's server.
-    service_ = std::make_unique<ManagerService>(manager_.get());
     server::Routes routes;
-    service_->AddRoutes(routes);
+    service_ = NewManagerService(manager_.get(), routes);
     absl::StatusOr<std::unique_ptr<server::UnixGrpcServer>> server =
         server::UnixGrpcServer::Start(dir_.Sub("manager.sock"), routes);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -115,7 +114,7 @@ class ManagerServiceTest : public ::testing::Test {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<fakes::FakePlugin> plugin_;
   std::unique_ptr<Manager> manager_;
-  std::unique_ptr<ManagerService> service_;
+  std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<server::UnixGrpcServer> server_;
   std::unique_ptr<pb::PluginManager::Stub> stub_;
 };
@@ -123,9 +122,8 @@ class ManagerServiceTest : public ::testing::Test {
 // Every method of the API is routed, and to the workers: each may wait on
 // a plugin or the store.
 TEST(ManagerServiceRoutesTest, EveryMethodIsRoutedToTheWorkers) {
-  ManagerService service(nullptr);
   server::Routes routes;
-  service.AddRoutes(routes);
+  std::unique_ptr<grpc::Service> service = NewManagerService(nullptr, routes);
   ASSERT_TRUE(routes.status().ok()) << routes.status();
   const google::protobuf::ServiceDescriptor* api =
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
