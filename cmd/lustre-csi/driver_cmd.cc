@@ -193,10 +193,13 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
   if (stuck > 0) {
     LOG(WARNING) << role << ": stopped, leaving " << stuck
                  << " publish(es), unpublish(es) or stats look(s) that have not returned";
-    serving.node->AbandonLooks();
   } else {
     LOG(INFO) << role << ": stopped";
   }
+  // Looks and unmounts still waiting in the kernel, in tasks of their own
+  // (also unmount steps given up on by calls that have returned), die as
+  // soon as the kernel lets them go, running none of their work further.
+  volume::IsolatedTasks()->AbandonAll();
   // Work given up on (a call above, or a step of an unmount bounded below)
   // may still use the process's objects when it returns, which may be
   // never: the process ends without destroying anything, and without
@@ -296,13 +299,17 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
   // outside).
   linux_options.bind_staging_dir =
       (std::filesystem::absolute(socket).parent_path() / "bind-staging").string();
+  // Unmounts, which can sleep in the kernel for as long as a dead server
+  // stays away, run in tasks the process can leave behind at exit.
+  linux_options.isolation = volume::IsolatedTasks();
   m.linux = volume::NewLinuxSyscalls(linux_options);
   m.spec = driver::FindMode(mode);  // CheckMountMode found it
   driver::ModeEnv env = ModeFlags(shared_clients, metrics);
   if (m.spec->lustre_client) {
     absl::Duration mount_timeout = absl::Seconds(FLAGS_mount_timeout_seconds);
     m.ns = volume::NewLinuxMountNamespace(
-        FLAGS_mount_namespace == "current" ? "" : FLAGS_mount_namespace, mount_timeout);
+        FLAGS_mount_namespace == "current" ? "" : FLAGS_mount_namespace, mount_timeout,
+        volume::IsolatedTasks());
     m.sys = volume::UnmountingIn(m.linux.get(), m.ns.get());
     m.lfs = driver::NewLfsTool(m.ns.get(), {FLAGS_lfs, mount_timeout});
     // From a container the binds must go out to the host's namespace.

@@ -347,8 +347,6 @@ void NodeLogic::StopWaiting() {
   stats_calls_.StopWaiting();
 }
 
-void NodeLogic::AbandonLooks() { isolation_->AbandonAll(); }
-
 int NodeLogic::WorkInFlight() { return calls_.InFlight() + stats_calls_.InFlight(); }
 
 bool NodeLogic::ClaimForPublish(const std::string& target) {

@@ -143,9 +143,6 @@ class NodeLogic {
   // Publishes, unpublishes and looks at file systems that have not returned
   // (they use this object, its mode and its syscalls until they do).
   int WorkInFlight();
-  // For a process that ends now: the looks still running in tasks of their
-  // own are killed (they die as the kernel lets them go).
-  void AbandonLooks();
 
   const NodeOptions& options() const { return options_; }
 

@@ -20,8 +20,8 @@ namespace {
 
 class LinuxMountNamespace : public MountNamespace {
  public:
-  LinuxMountNamespace(std::string path, absl::Duration timeout)
-      : path_(std::move(path)), timeout_(timeout) {}
+  LinuxMountNamespace(std::string path, absl::Duration timeout, Isolation* isolation)
+      : path_(std::move(path)), timeout_(timeout), isolation_(isolation) {}
 
   std::string Describe() const override {
     if (path_.empty()) return "the driver's own mount namespace";
@@ -120,7 +120,9 @@ class LinuxMountNamespace : public MountNamespace {
       if (threads_ == nullptr) {
         absl::StatusOr<int> fd = OpenNamespace();
         if (!fd.ok()) return fd.status();
-        threads_ = std::make_unique<NamespaceThreads>(*fd);
+        NamespaceThreads::Options options;
+        options.isolation = isolation_;
+        threads_ = std::make_unique<NamespaceThreads>(*fd, options);
       }
       threads = threads_.get();
     }
@@ -131,15 +133,16 @@ class LinuxMountNamespace : public MountNamespace {
 
   const std::string path_;
   const absl::Duration timeout_;
+  Isolation* const isolation_;
   absl::Mutex mu_;
   std::unique_ptr<NamespaceThreads> threads_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
 
-std::unique_ptr<MountNamespace> NewLinuxMountNamespace(std::string ns_path,
-                                                       absl::Duration timeout) {
-  return std::make_unique<LinuxMountNamespace>(std::move(ns_path), timeout);
+std::unique_ptr<MountNamespace> NewLinuxMountNamespace(std::string ns_path, absl::Duration timeout,
+                                                       Isolation* isolation) {
+  return std::make_unique<LinuxMountNamespace>(std::move(ns_path), timeout, isolation);
 }
 
 }  // namespace lustre_csi::volume

@@ -124,7 +124,7 @@ absl::StatusOr<int> OpenSourceStrictly(const std::string& root, const std::strin
 
 class LinuxSyscalls : public Syscalls {
  public:
-  explicit LinuxSyscalls(LinuxSyscallsOptions options) {
+  explicit LinuxSyscalls(LinuxSyscallsOptions options) : isolation_(options.isolation) {
     if (!options.bind_staging_dir.empty()) {
       staging_ = std::make_unique<os::BindStaging>(options.bind_staging_dir);
     }
@@ -197,9 +197,15 @@ class LinuxSyscalls : public Syscalls {
   }
 
   absl::Status Unmount(const std::string& target, int flags) override {
-    if (umount2(target.c_str(), flags) != 0) {
-      return ErrnoError(errno,
-                        absl::StrCat("umount ", target, " (flags 0x", absl::Hex(flags), ")"));
+    int err = ECANCELED;  // what stays when the process ends before the call ran
+    auto unmount = [&] { err = umount2(target.c_str(), flags) == 0 ? 0 : errno; };
+    if (isolation_ == nullptr) {
+      unmount();
+    } else {
+      isolation_->Run(unmount);
+    }
+    if (err != 0) {
+      return ErrnoError(err, absl::StrCat("umount ", target, " (flags 0x", absl::Hex(flags), ")"));
     }
     return absl::OkStatus();
   }
@@ -386,6 +392,7 @@ class LinuxSyscalls : public Syscalls {
 
  private:
   std::unique_ptr<os::BindStaging> staging_;  // null: no staged binds
+  Isolation* const isolation_;                // null: unmounts on the calling thread
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
@@ -21,6 +22,11 @@ struct LinuxSyscallsOptions {
   // made a private mount of its own there when its mount is shared
   // (staged_bind.h). Empty: such binds are UNIMPLEMENTED there.
   std::string bind_staging_dir;
+  // Where each Unmount runs (borrowed; null: on the calling thread). An
+  // unmount of a file system whose server is gone can sleep in the kernel
+  // until it answers; in a task of its own (linux/isolated_task.h) that
+  // holds no thread of the process, which can still exit.
+  Isolation* isolation = nullptr;
 };
 
 std::unique_ptr<Syscalls> NewLinuxSyscalls(LinuxSyscallsOptions options = {});

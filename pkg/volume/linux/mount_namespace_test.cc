@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,7 +21,9 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/linux/isolated_task.h"
 #include "pkg/volume/linux/linux_mount_namespace.h"
+#include "pkg/volume/linux/linux_syscalls.h"
 #include "pkg/volume/linux/namespace_threads.h"
 #include "pkg/volume/linux/process.h"
 #include "pkg/volume/testing/test_dir.h"
@@ -188,6 +191,67 @@ TEST_F(MountNamespaceTest, CallsRunOnThreadsOfThisProcessInsideTheNamespace) {
   EXPECT_EQ(threads.Threads(), 1);
   EXPECT_EQ(ThreadNamespace(), NamespaceOf("/proc/self/ns/mnt"));
   EXPECT_NE(ThreadNamespace(), NamespaceOf(other.ns_path()));
+}
+
+// Counts the work it runs, each piece in a task of its own.
+class CountingTasks : public Isolation {
+ public:
+  void Run(const std::function<void()>& fn) override {
+    runs.fetch_add(1);
+    IsolatedTasks()->Run(fn);
+  }
+  std::atomic<int> runs{0};
+};
+
+// With an isolation, each call runs in a task outside this process's thread
+// group, still inside the namespace, and answers as on the thread itself.
+TEST_F(MountNamespaceTest, InTasksOfTheirOwnCallsWorkTheSame) {
+  OtherNamespace other(dir_);
+  ASSERT_TRUE(other.ok());
+  int fd = open(other.ns_path().c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  CountingTasks tasks;
+  NamespaceThreads::Options options;
+  options.isolation = &tasks;
+  NamespaceThreads threads(fd, options);
+  const pid_t self = getpid();
+  const std::string marker = dir_ + "/marker";
+  absl::StatusOr<CallReply> reply =
+      threads.Run("look", absl::Seconds(30), [self, marker](std::string* data) {
+        // A task of its own: not of this process's thread group.
+        if (syscall(SYS_getpid) == self) return EPERM;
+        *data = ThreadNamespace();
+        return access(marker.c_str(), F_OK) == 0 ? 0 : errno;
+      });
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->err, 0) << strerror(reply->err);
+  EXPECT_EQ(reply->data, NamespaceOf(other.ns_path()));
+  EXPECT_EQ(tasks.runs.load(), 1);
+
+  std::unique_ptr<MountNamespace> ns =
+      NewLinuxMountNamespace(other.ns_path(), absl::Seconds(30), &tasks);
+  EXPECT_EQ(*ns->ReadFile(marker, 100), "hello");
+  ASSERT_TRUE(ns->Unmount(dir_, 0).ok());
+  EXPECT_FALSE(*ns->Exists(marker));
+  absl::Status again = ns->Unmount(dir_, 0);
+  EXPECT_EQ(ErrnoOf(again), EINVAL) << again;
+  EXPECT_EQ(tasks.runs.load(), 5);
+}
+
+// LinuxSyscalls' Unmount runs in the isolation it is given; the errno of
+// the task's call is the caller's answer.
+TEST_F(MountNamespaceTest, LinuxSyscallsUnmountInTheIsolationGiven) {
+  ASSERT_EQ(mount("isolated", dir_.c_str(), "tmpfs", 0, nullptr), 0) << strerror(errno);
+  CountingTasks tasks;
+  LinuxSyscallsOptions options;
+  options.isolation = &tasks;
+  std::unique_ptr<Syscalls> sys = NewLinuxSyscalls(options);
+  absl::Status unmounted = sys->Unmount(dir_, 0);
+  EXPECT_TRUE(unmounted.ok()) << unmounted;
+  absl::Status again = sys->Unmount(dir_, 0);
+  EXPECT_EQ(ErrnoOf(again), EINVAL) << again;
+  EXPECT_EQ(tasks.runs.load(), 2);
+  if (!unmounted.ok()) umount2(dir_.c_str(), MNT_DETACH);
 }
 
 TEST(NamespaceThreadsTest, AStuckCallIsGivenUpAndOthersGoOn) {

@@ -96,7 +96,12 @@ void* NamespaceThreads::Main(void* raw) {
       w->call.reset();
     }
     CallReply reply;
-    reply.err = call(&reply.data);
+    if (s->options.isolation == nullptr) {
+      reply.err = call(&reply.data);
+    } else {
+      reply.err = ECANCELED;  // what stays when the process ends before the call ran
+      s->options.isolation->Run([&] { reply.err = call(&reply.data); });
+    }
     call = nullptr;  // what it owns goes now, not at the next call
     absl::MutexLock lock(&s->mu);
     absl::MutexLock wl(&w->mu);

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "pkg/volume/isolation.h"
 
 namespace lustre_csi::volume {
 
@@ -49,6 +50,11 @@ class NamespaceThreads {
   struct Options {
     int max_idle = 4;
     int max_stuck = 32;
+    // Where each call runs (borrowed; null: on the thread itself). With a
+    // task of its own (linux/isolated_task.h), a call stuck in the kernel
+    // holds that task, not a thread of the process, so the process can still
+    // exit. The calls must then start no thread.
+    Isolation* isolation = nullptr;
   };
 
   // `ns_fd` is an open mount namespace file (e.g. of /proc/1/ns/mnt), owned
