@@ -364,6 +364,9 @@ TEST_P(DeadServerE2eTest, UnpublishOfAFrozenTargetIsBounded) {
   // (10 s for a bind, 30 s for a per-volume client) and the mount detached.
   EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message() << Log();
   EXPECT_LT(absl::Now() - start, absl::Seconds(60));
+  // The looks at the target and the unmounts left waiting ran in tasks of
+  // their own: no thread of the node waits on the frozen file system.
+  EXPECT_EQ(ThreadsOnFuse(node_->pid()), 0) << "a thread of the node waits in the file system";
   EXPECT_TRUE(MountsAt(tmp_.Join("pods/a")).empty());
   EXPECT_FALSE(MountsAt(tmp_.Join("pods/c")).empty()) << "another target of the file system went";
   Thaw();

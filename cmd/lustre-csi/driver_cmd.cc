@@ -318,6 +318,7 @@ Mounting MakeMounting(const std::string& mode, server::MetricsRegistry* metrics,
   }
   env.sys = m.view();
   env.ns = m.ns.get();
+  env.isolation = volume::IsolatedTasks();
   driver::ModeInstance made = m.spec->make(env);
   m.mode = std::move(made.mode);
   m.file_systems = made.file_systems;

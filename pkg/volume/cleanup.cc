@@ -48,6 +48,14 @@ base::Clock* ClockOf(const UnmountOptions& opts) {
   return opts.clock != nullptr ? opts.clock : base::RealClock();
 }
 
+// A stat of the target in `isolation` (null: on this thread).
+absl::StatusOr<FileInfo> StatIn(Isolation* isolation, Syscalls& sys, const std::string& path) {
+  if (isolation == nullptr) return sys.Stat(path);
+  absl::StatusOr<FileInfo> info = absl::CancelledError(absl::StrCat("statx ", path, ": not run"));
+  isolation->Run([&] { info = sys.Stat(path); });
+  return info;
+}
+
 template <typename R>
 struct BoundedCall {
   std::function<R()> fn;
@@ -221,11 +229,11 @@ struct QuickPass {
 // The common case of a cleanup in one go, without escalation: stat, plain
 // umount for every layer, rmdir. Anything unusual (a failed stat, a failed
 // umount) ends the pass with what it saw.
-void RunQuickPass(Syscalls& sys, const std::string& path, QuickPass& pass) {
+void RunQuickPass(Syscalls& sys, Isolation* isolation, const std::string& path, QuickPass& pass) {
   MountChecker checker(&sys);
   for (int layer = 0; layer <= kMaxLayers; ++layer) {
     if (!pass.Enter(QuickPass::kStat)) return;
-    absl::StatusOr<FileInfo> info = sys.Stat(path);
+    absl::StatusOr<FileInfo> info = StatIn(isolation, sys, path);
     if (!pass.Alive()) return;
     if (absl::IsNotFound(info.status())) return pass.Finish({true, absl::OkStatus()});
     if (!info.ok()) return pass.Finish({false, {}, info, std::nullopt});
@@ -252,12 +260,13 @@ absl::Status CarefulCleanup(Syscalls& sys, const std::string& path, const Unmoun
     // A stat of a hung mount can block like an unmount; bound it the same way
     // and treat a timeout like a corrupted mount.
     Syscalls* s = &sys;
+    Isolation* isolation = opts.isolation;
     absl::StatusOr<FileInfo> info =
         layer == 0 && first.stat.has_value()
             ? *first.stat
-            : RunBounded<absl::StatusOr<FileInfo>>([s, path] { return s->Stat(path); },
-                                                   opts.plain_timeout, absl::StrCat("statx ", path),
-                                                   ClockOf(opts));
+            : RunBounded<absl::StatusOr<FileInfo>>(
+                  [s, isolation, path] { return StatIn(isolation, *s, path); }, opts.plain_timeout,
+                  absl::StrCat("statx ", path), ClockOf(opts));
     std::optional<absl::Status> plain_result = layer == 0 ? std::move(first.unmount) : std::nullopt;
     bool mounted = false;
     if (plain_result.has_value()) {
@@ -308,11 +317,12 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   // hand-over per cleanup in the common case instead of one per step.
   auto pass = std::make_shared<QuickPass>(opts.plain_timeout, ClockOf(opts));
   if (opts.plain_timeout == absl::InfiniteDuration()) {
-    RunQuickPass(sys, path, *pass);
+    RunQuickPass(sys, opts.isolation, path, *pass);
   } else {
     Syscalls* s = &sys;
-    absl::Status started =
-        base::WorkerPool::Default().Run([s, path, pass] { RunQuickPass(*s, path, *pass); });
+    Isolation* isolation = opts.isolation;
+    absl::Status started = base::WorkerPool::Default().Run(
+        [s, isolation, path, pass] { RunQuickPass(*s, isolation, path, *pass); });
     if (!started.ok()) return Annotate(started, absl::StrCat("clean up ", path));
   }
   QuickOutcome first;

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "pkg/base/clock.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
@@ -54,6 +55,12 @@ struct UnmountOptions {
   // Tells the time every step's timeout is counted in (borrowed; null: the
   // real clock).
   base::Clock* clock = nullptr;
+  // Where each look at the target (its stat, which waits for a file system
+  // that does not answer) runs (borrowed; null: on the thread of its step).
+  // In a task of its own (linux/isolated_task.h) a look that never returns
+  // holds no thread of the process. The unmounts themselves run where the
+  // Syscalls run them (LinuxSyscallsOptions::isolation).
+  Isolation* isolation = nullptr;
 };
 
 // Unmounts the top-most mount at `target`: umount2(0); on EBUSY, a timeout or

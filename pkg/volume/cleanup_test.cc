@@ -2,6 +2,7 @@
 
 #include <sys/mount.h>
 
+#include <atomic>
 #include <cerrno>
 #include <functional>
 #include <map>
@@ -405,6 +406,70 @@ TEST(CleanupMountPointTest, HungPlainUnmountGoesOnToForceNotAgainToPlain) {
   // The plain umount that hung is not tried again: the next step is forced.
   EXPECT_EQ(Flags(sys), (std::vector<int>{0, MNT_FORCE}));
   sys.Release(Op::kUnmount);
+}
+
+// Set while a MarkingIsolation runs work on this thread.
+thread_local bool in_isolation = false;
+
+// Runs the work in place, marking it as isolated.
+class MarkingIsolation : public Isolation {
+ public:
+  void Run(const std::function<void()>& fn) override {
+    runs.fetch_add(1);
+    in_isolation = true;
+    fn();
+    in_isolation = false;
+  }
+  std::atomic<int> runs{0};
+};
+
+// Counts the stats of `target` made inside and outside the isolation.
+class StatWhere : public SyscallsWrapper {
+ public:
+  StatWhere(FakeSyscalls* fake, std::string target)
+      : SyscallsWrapper(fake), target_(std::move(target)) {}
+  absl::StatusOr<FileInfo> Stat(const std::string& path) override {
+    if (path == target_) (in_isolation ? inside : outside).fetch_add(1);
+    return SyscallsWrapper::Stat(path);
+  }
+  std::atomic<int> inside{0};
+  std::atomic<int> outside{0};
+
+ private:
+  const std::string target_;
+};
+
+// Every look at the target runs in the isolation given, in the quick pass
+// and in the careful one (after a plain umount that hung), so a look that
+// never returns holds no thread of the process.
+TEST(CleanupMountPointTest, LooksAtTheTargetRunInTheIsolationGiven) {
+  FakeSyscalls fake;
+  ASSERT_TRUE(fake.AddDir("/t").ok());
+  ASSERT_TRUE(fake.Mount("a", "/t", "tmpfs", 0, "").ok());
+  ASSERT_TRUE(fake.Mount("b", "/t", "tmpfs", 0, "").ok());
+  MarkingIsolation isolation;
+  UnmountOptions opts = Short();
+  opts.isolation = &isolation;
+  StatWhere quick(&fake, "/t");
+  ASSERT_TRUE(CleanupMountPoint(quick, "/t", opts).ok());
+  EXPECT_FALSE(fake.Exists("/t"));
+  EXPECT_EQ(quick.inside.load(), 3) << "two layers and the directory";
+  EXPECT_EQ(quick.outside.load(), 0);
+
+  ASSERT_TRUE(fake.AddDir("/t").ok());
+  ASSERT_TRUE(fake.Mount("a", "/t", "tmpfs", 0, "").ok());
+  fake.HangNext(Op::kUnmount, 1);
+  base::FakeClock clock;
+  opts = OnClock(&clock);
+  opts.isolation = &isolation;
+  StatWhere careful(&fake, "/t");
+  absl::Status s = WithTimeoutsPassing(clock, fake, Op::kUnmount, {absl::Seconds(30)},
+                                       [&] { return CleanupMountPoint(careful, "/t", opts); });
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_FALSE(fake.Exists("/t"));
+  EXPECT_EQ(careful.inside.load(), 2) << "the quick pass's look and the careful pass's";
+  EXPECT_EQ(careful.outside.load(), 0);
+  fake.Release(Op::kUnmount);
 }
 
 TEST(CleanupMountPointTest, PlainUmountSayingNotMountedIsAnErrorNotARetry) {

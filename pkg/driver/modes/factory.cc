@@ -16,9 +16,13 @@ ModeInstance Mounting(std::unique_ptr<internal::MountingMode> mode) {
 }
 
 ModeInstance MakeLustre(const ModeEnv& env) {
-  std::unique_ptr<internal::MountingMode> mode = NewLustreMode(env.sys, env.ns, env.lustre);
+  LustreModeOptions lustre = env.lustre;
+  lustre.isolation = env.isolation;
+  std::unique_ptr<internal::MountingMode> mode = NewLustreMode(env.sys, env.ns, lustre);
   if (!env.shared_clients) return Mounting(std::move(mode));
-  return Mounting(NewSharedClientMode(env.sys, std::move(mode), env.shared, env.metrics));
+  SharedClientOptions shared = env.shared;
+  shared.isolation = env.isolation;
+  return Mounting(NewSharedClientMode(env.sys, std::move(mode), shared, env.metrics));
 }
 
 absl::Status CheckLocal(const ModeEnv& env) {
@@ -29,7 +33,7 @@ absl::Status CheckLocal(const ModeEnv& env) {
 }
 
 ModeInstance MakeLocal(const ModeEnv& env) {
-  return Mounting(NewLocalMode(env.sys, env.local_root));
+  return Mounting(NewLocalMode(env.sys, env.local_root, env.isolation));
 }
 
 ModeInstance MakeMock(const ModeEnv& env) { return {NewMockMode(env.sys), nullptr}; }

@@ -13,6 +13,7 @@
 #include "pkg/driver/modes/mode.h"
 #include "pkg/driver/modes/shared_client_mode.h"
 #include "pkg/server/metrics.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/mount_namespace.h"
 #include "pkg/volume/syscalls.h"
 
@@ -31,6 +32,9 @@ struct ModeEnv {
   SharedClientOptions shared;
   std::string local_root;
   server::MetricsRegistry* metrics = nullptr;  // may be null
+  // Where the looks at targets an unmount makes run (volume::UnmountOptions);
+  // null: the calling thread.
+  volume::Isolation* isolation = nullptr;
 };
 
 struct ModeInstance {

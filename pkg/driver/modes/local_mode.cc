@@ -14,8 +14,8 @@ namespace {
 
 class LocalMode : public internal::MountingMode {
  public:
-  LocalMode(volume::Syscalls* sys, std::string local_root)
-      : MountingMode(sys, internal::BindUnmountOptions()),
+  LocalMode(volume::Syscalls* sys, std::string local_root, volume::Isolation* isolation)
+      : MountingMode(sys, internal::BindUnmountOptions(isolation)),
         sys_(sys),
         root_(std::move(local_root)) {}
 
@@ -98,9 +98,9 @@ class LocalMode : public internal::MountingMode {
 
 }  // namespace
 
-std::unique_ptr<internal::MountingMode> NewLocalMode(volume::Syscalls* sys,
-                                                     std::string local_root) {
-  return std::make_unique<LocalMode>(sys, std::move(local_root));
+std::unique_ptr<internal::MountingMode> NewLocalMode(volume::Syscalls* sys, std::string local_root,
+                                                     volume::Isolation* isolation) {
+  return std::make_unique<LocalMode>(sys, std::move(local_root), isolation);
 }
 
 }  // namespace lustre_csi::driver

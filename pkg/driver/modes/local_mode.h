@@ -10,12 +10,16 @@
 #include <string>
 
 #include "pkg/driver/modes/mounting_mode.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::driver {
 
 // `sys` is borrowed.
-std::unique_ptr<internal::MountingMode> NewLocalMode(volume::Syscalls* sys, std::string local_root);
+// The looks at targets an unmount makes run in `isolation` (borrowed; null:
+// the calling thread), volume::UnmountOptions.
+std::unique_ptr<internal::MountingMode> NewLocalMode(volume::Syscalls* sys, std::string local_root,
+                                                     volume::Isolation* isolation = nullptr);
 
 }  // namespace lustre_csi::driver
 

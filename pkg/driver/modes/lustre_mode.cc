@@ -26,6 +26,14 @@ namespace {
 
 using internal::MountedSpec;
 
+// How a per-volume client (or a root mount) is unmounted: the escalation's
+// defaults, MNT_FORCE included (the client is this mount's alone).
+volume::UnmountOptions TargetUnmountOptions(volume::Isolation* isolation) {
+  volume::UnmountOptions options;
+  options.isolation = isolation;
+  return options;
+}
+
 // Whether /proc/filesystems text lists `lustre` (the type is the last field).
 bool ListsLustre(absl::string_view filesystems) {
   for (absl::string_view line : absl::StrSplit(filesystems, '\n')) {
@@ -49,7 +57,10 @@ bool InstallsLustre(absl::string_view modules_dep) {
 class LustreMode : public internal::MountingMode {
  public:
   LustreMode(volume::Syscalls* sys, volume::MountNamespace* ns, LustreModeOptions options)
-      : MountingMode(sys), sys_(sys), ns_(ns), options_(std::move(options)) {}
+      : MountingMode(sys, TargetUnmountOptions(options.isolation)),
+        sys_(sys),
+        ns_(ns),
+        options_(std::move(options)) {}
 
   Readiness CheckReady() override {
     Readiness r = CheckHelperAndModule();
@@ -146,7 +157,8 @@ class LustreMode : public internal::MountingMode {
     absl::Status status = Mount(root, *dir, {});
     if (status.ok()) status = fn(*sys_, *dir);
     // Unmounts (in the namespace) and removes the directory, whatever happened.
-    absl::Status cleanup = volume::CleanupMountPoint(*sys_, *dir);
+    absl::Status cleanup =
+        volume::CleanupMountPoint(*sys_, *dir, TargetUnmountOptions(options_.isolation));
     if (!cleanup.ok()) LOG(ERROR) << "cleaning up " << *dir << ": " << cleanup;
     return status;
   }

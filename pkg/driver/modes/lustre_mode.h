@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "pkg/driver/modes/mounting_mode.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/mount_namespace.h"
 #include "pkg/volume/syscalls.h"
 
@@ -30,6 +31,9 @@ struct LustreModeOptions {
   absl::Duration mount_timeout = absl::Minutes(2);
   // Bounds each readiness step (running the helper with -V, reading files).
   absl::Duration check_timeout = absl::Seconds(10);
+  // Where the looks at targets an unmount makes run (borrowed; null: the
+  // calling thread), volume::UnmountOptions.
+  volume::Isolation* isolation = nullptr;
 };
 
 // `sys` is the driver's view (its Unmount must reach `ns`, e.g.

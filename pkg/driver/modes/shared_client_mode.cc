@@ -72,7 +72,7 @@ class SharedClientMode : public internal::MountingMode {
  public:
   SharedClientMode(volume::Syscalls* sys, std::unique_ptr<MountMode> clients,
                    SharedClientOptions options, server::MetricsRegistry* metrics)
-      : MountingMode(sys, internal::BindUnmountOptions()),
+      : MountingMode(sys, internal::BindUnmountOptions(options.isolation)),
         sys_(sys),
         clients_(std::move(clients)),
         options_(std::move(options)) {
@@ -444,8 +444,10 @@ class SharedClientMode : public internal::MountingMode {
       SetUsers(name, users);  // still backs targets this process did not know of
       return;
     }
-    absl::Status cleaned =
-        silent ? volume::DetachMountPoint(*sys_, root) : volume::CleanupMountPoint(*sys_, root);
+    volume::UnmountOptions unmount;
+    unmount.isolation = options_.isolation;
+    absl::Status cleaned = silent ? volume::DetachMountPoint(*sys_, root, unmount)
+                                  : volume::CleanupMountPoint(*sys_, root, unmount);
     if (cleaned.ok()) {
       Forget(name);
       LOG(INFO) << "unmounted Lustre client " << root << ": nothing uses it";

@@ -10,6 +10,7 @@
 #include "pkg/driver/modes/mode.h"
 #include "pkg/driver/modes/mounting_mode.h"
 #include "pkg/server/metrics.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::driver {
@@ -24,6 +25,9 @@ struct SharedClientOptions {
   // mount holding `client_dir` to be shared (a Bidirectional volume), since
   // the binds at the targets beside it go out only through such a mount.
   bool binds_must_propagate = false;
+  // Where the looks at targets and clients an unmount makes run (borrowed;
+  // null: the calling thread), volume::UnmountOptions.
+  volume::Isolation* isolation = nullptr;
 };
 
 // Lustre mode with one client per file system and set of client-wide
