@@ -110,8 +110,8 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
   bool escalating = false;
   for (const Step& step : steps) {
     if (step.flags == kMntForce && !opts.force) continue;
-    int flags = step.flags;
-    if (flags == 0 && plain_result.has_value()) {
+    int flags = step.flags | (opts.in_place ? kUnmountInPlace : 0);
+    if (step.flags == 0 && plain_result.has_value()) {
       last = *std::move(plain_result);
     } else {
       last = RunBounded<absl::Status>([s, target, flags] { return s->Unmount(target, flags); },
@@ -175,8 +175,49 @@ absl::Status RemoveTarget(Syscalls& sys, const std::string& path, const FileInfo
   return removed;
 }
 
+// What is at a target, found without reaching the file system mounted there
+// (which may not answer): the target opened with O_PATH, not followed (a
+// walk stops at a mount's root without asking its file system), and its
+// mount id compared with its parent directory's. Only what is not mounted,
+// a name in the parent's file system, is stat'ed.
+struct TargetLook {
+  bool exists = false;
+  bool mounted = false;
+  FileInfo info;  // when it exists and is not mounted
+};
+
+// `parent_id`: the parent's mount id, found by the first look of a cleanup
+// and kept for the next ones (unmounts at the target do not move it).
+absl::StatusOr<TargetLook> LookAtTarget(Syscalls& sys, const std::string& path,
+                                        std::optional<uint64_t>& parent_id) {
+  OpenHow how;
+  how.access = OpenAccess::kPath;
+  how.nofollow = true;
+  absl::StatusOr<ScopedFd> target = Open(sys, kAtCwd, path, how);
+  if (absl::IsNotFound(target.status())) return TargetLook();
+  if (!target.ok()) return target.status();
+  if (!parent_id.has_value()) {
+    how.nofollow = false;  // the parent as the target's walk reached it
+    absl::StatusOr<ScopedFd> parent = Open(sys, kAtCwd, ParentPath(path), how);
+    if (!parent.ok()) return parent.status();
+    absl::StatusOr<uint64_t> id = sys.MountIdOf(parent->get());
+    if (!id.ok()) return id.status();
+    parent_id = *id;
+  }
+  absl::StatusOr<uint64_t> id = sys.MountIdOf(target->get());
+  if (!id.ok()) return id.status();
+  TargetLook look;
+  look.exists = true;
+  look.mounted = *id != *parent_id;
+  if (look.mounted) return look;
+  absl::StatusOr<FileInfo> info = sys.StatAt(target->get(), "");
+  if (!info.ok()) return info.status();
+  look.info = *info;
+  return look;
+}
+
 // Where the quick pass stopped: finished, or the first observation the
-// careful pass must go on from (a failed stat, or a mount whose plain
+// careful pass must go on from (a failed look, or a mount whose plain
 // umount failed or hung), so that no system call is repeated.
 struct QuickOutcome {
   bool done = false;
@@ -199,16 +240,14 @@ struct QuickPass {
   // The caller's wait, cancelled when the stage changes.
   std::shared_ptr<base::CancelToken> moved ABSL_GUARDED_BY(mu);
   bool abandoned ABSL_GUARDED_BY(mu) = false;
-  std::optional<FileInfo> mounted ABSL_GUARDED_BY(mu);  // the layer being unmounted
   QuickOutcome outcome ABSL_GUARDED_BY(mu);
 
   // Moves to `next` unless the caller stopped waiting.
-  bool Enter(Stage next, const FileInfo* info = nullptr) {
+  bool Enter(Stage next) {
     absl::MutexLock lock(&mu);
     if (abandoned) return false;
     stage = next;
     step_deadline = clock->Now() + step_timeout;
-    if (info != nullptr) mounted = *info;
     if (moved != nullptr) moved->Cancel();
     return true;
   }
@@ -229,23 +268,21 @@ struct QuickPass {
 // The common case of a cleanup in one go, without escalation: stat, plain
 // umount for every layer, rmdir. Anything unusual (a failed stat, a failed
 // umount) ends the pass with what it saw.
-void RunQuickPass(Syscalls& sys, Isolation* isolation, const std::string& path, QuickPass& pass) {
-  MountChecker checker(&sys);
+void RunQuickPass(Syscalls& sys, const std::string& path, int unmount_flags, QuickPass& pass) {
+  std::optional<uint64_t> parent_id;
   for (int layer = 0; layer <= kMaxLayers; ++layer) {
     if (!pass.Enter(QuickPass::kStat)) return;
-    absl::StatusOr<FileInfo> info = StatIn(isolation, sys, path);
+    absl::StatusOr<TargetLook> look = LookAtTarget(sys, path, parent_id);
     if (!pass.Alive()) return;
-    if (absl::IsNotFound(info.status())) return pass.Finish({true, absl::OkStatus()});
-    if (!info.ok()) return pass.Finish({false, {}, info, std::nullopt});
-    absl::StatusOr<bool> is_mount = checker.IsMountPoint(path, *info);
-    if (!is_mount.ok()) return pass.Finish({true, is_mount.status()});
-    if (!*is_mount) {
+    if (!look.ok()) return pass.Finish({false, {}, look.status(), std::nullopt});
+    if (!look->exists) return pass.Finish({true, absl::OkStatus()});
+    if (!look->mounted) {
       if (!pass.Enter(QuickPass::kRemove)) return;
-      return pass.Finish({true, RemoveTarget(sys, path, *info)});
+      return pass.Finish({true, RemoveTarget(sys, path, look->info)});
     }
-    if (!pass.Enter(QuickPass::kUnmount, &*info)) return;
-    absl::Status unmounted = sys.Unmount(path, 0);
-    if (!unmounted.ok()) return pass.Finish({false, {}, info, unmounted});
+    if (!pass.Enter(QuickPass::kUnmount)) return;
+    absl::Status unmounted = sys.Unmount(path, unmount_flags);
+    if (!unmounted.ok()) return pass.Finish({false, {}, std::nullopt, unmounted});
   }
   pass.Finish({true, absl::FailedPreconditionError(absl::StrCat("clean up ", path, ": more than ",
                                                                 kMaxLayers, " mounts stacked"))});
@@ -259,15 +296,19 @@ absl::Status CarefulCleanup(Syscalls& sys, const std::string& path, const Unmoun
   for (int layer = 0; layer <= kMaxLayers; ++layer) {
     // A stat of a hung mount can block like an unmount; bound it the same way
     // and treat a timeout like a corrupted mount.
+    // After the quick pass's plain umount of a mount it found, nothing needs
+    // looking at: the escalation goes on from that umount.
+    std::optional<absl::Status> plain_result = layer == 0 ? std::move(first.unmount) : std::nullopt;
     Syscalls* s = &sys;
     Isolation* isolation = opts.isolation;
-    absl::StatusOr<FileInfo> info =
-        layer == 0 && first.stat.has_value()
-            ? *first.stat
-            : RunBounded<absl::StatusOr<FileInfo>>(
-                  [s, isolation, path] { return StatIn(isolation, *s, path); }, opts.plain_timeout,
-                  absl::StrCat("statx ", path), ClockOf(opts));
-    std::optional<absl::Status> plain_result = layer == 0 ? std::move(first.unmount) : std::nullopt;
+    absl::StatusOr<FileInfo> info = FileInfo();
+    if (layer == 0 && first.stat.has_value()) {
+      info = *first.stat;
+    } else if (!plain_result.has_value()) {
+      info = RunBounded<absl::StatusOr<FileInfo>>(
+          [s, isolation, path] { return StatIn(isolation, *s, path); }, opts.plain_timeout,
+          absl::StrCat("statx ", path), ClockOf(opts));
+    }
     bool mounted = false;
     if (plain_result.has_value()) {
       mounted = true;  // the quick pass found a mount here
@@ -316,13 +357,13 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   // The quick pass runs on one worker, waited for at most plain_timeout: one
   // hand-over per cleanup in the common case instead of one per step.
   auto pass = std::make_shared<QuickPass>(opts.plain_timeout, ClockOf(opts));
+  const int flags = opts.in_place ? kUnmountInPlace : 0;
   if (opts.plain_timeout == absl::InfiniteDuration()) {
-    RunQuickPass(sys, opts.isolation, path, *pass);
+    RunQuickPass(sys, path, flags, *pass);
   } else {
     Syscalls* s = &sys;
-    Isolation* isolation = opts.isolation;
     absl::Status started = base::WorkerPool::Default().Run(
-        [s, isolation, path, pass] { RunQuickPass(*s, isolation, path, *pass); });
+        [s, path, flags, pass] { RunQuickPass(*s, path, flags, *pass); });
     if (!started.ok()) return Annotate(started, absl::StrCat("clean up ", path));
   }
   QuickOutcome first;
@@ -357,7 +398,6 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
           first.stat = DidNotReturn(absl::StrCat("statx ", path), opts.plain_timeout);
           break;
         case QuickPass::kUnmount:
-          first.stat = *pass->mounted;
           first.unmount = DidNotReturn(absl::StrCat("umount ", path), opts.plain_timeout);
           break;
         case QuickPass::kRemove:
@@ -374,6 +414,7 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
 absl::Status DetachMountPoint(Syscalls& sys, const std::string& target,
                               const UnmountOptions& opts) {
   std::string path = CleanPath(target);
+  const int flags = kMntDetach | (opts.in_place ? kUnmountInPlace : 0);
   MountChecker checker(&sys);
   Syscalls* s = &sys;
   for (int layer = 0; layer <= kMaxLayers; ++layer) {
@@ -388,7 +429,7 @@ absl::Status DetachMountPoint(Syscalls& sys, const std::string& target,
       return RemoveTarget(sys, path, *info);
     }
     absl::Status detached = RunBounded<absl::Status>(
-        [s, path] { return s->Unmount(path, kMntDetach); }, opts.detach_timeout,
+        [s, path, flags] { return s->Unmount(path, flags); }, opts.detach_timeout,
         absl::StrCat("umount -l ", path), ClockOf(opts));
     std::optional<int> err = ErrnoOf(detached);
     if (!detached.ok() && err != EINVAL && err != ENOENT) {

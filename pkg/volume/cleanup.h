@@ -61,6 +61,10 @@ struct UnmountOptions {
   // holds no thread of the process. The unmounts themselves run where the
   // Syscalls run them (LinuxSyscallsOptions::isolation).
   Isolation* isolation = nullptr;
+  // The target is a bind of a mount that stays mounted (its file system's
+  // client, a host mount): its unmounts ask the file system nothing, so they
+  // are made in place (kUnmountInPlace), not in tasks of their own.
+  bool in_place = false;
 };
 
 // Unmounts the top-most mount at `target`: umount2(0); on EBUSY, a timeout or

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls_wrapper.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 
@@ -370,26 +371,28 @@ INSTANTIATE_TEST_SUITE_P(
     Table, CleanupFaultTest,
     testing::Values(
         CleanupFaultCase{"StatPermission", Op::kStat, EPERM, absl::StatusCode::kPermissionDenied},
-        CleanupFaultCase{"StatStaleFallsBackToTable", Op::kStat, ESTALE, absl::StatusCode::kOk},
+        CleanupFaultCase{"LookStaleFallsBackToTable", Op::kOpen, ESTALE, absl::StatusCode::kOk},
         CleanupFaultCase{"TableUnreadable", Op::kReadMountInfo, EIO, absl::StatusCode::kOk},
         CleanupFaultCase{"RmdirFails", Op::kRmdir, EROFS, absl::StatusCode::kInternal},
         CleanupFaultCase{"RmdirRaceGone", Op::kRmdir, ENOENT, absl::StatusCode::kOk},
         CleanupFaultCase{"UnmountBusyOnce", Op::kUnmount, EBUSY, absl::StatusCode::kOk}),
     [](const testing::TestParamInfo<CleanupFaultCase>& info) { return info.param.name; });
 
-TEST(CleanupMountPointTest, HungStatIsTreatedLikeCorruption) {
+// A look at the target that does not return (its open hangs) is treated
+// like a corrupted mount: the table tells what is mounted there.
+TEST(CleanupMountPointTest, HungLookIsTreatedLikeCorruption) {
   FakeSyscalls sys;
   ASSERT_TRUE(sys.AddDir("/t").ok());
   ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
-  sys.HangNext(Op::kStat, 1);
+  sys.HangNext(Op::kOpen, 1);
   base::FakeClock clock;
-  absl::Status s = WithTimeoutsPassing(clock, sys, Op::kStat, {absl::Seconds(30)}, [&] {
+  absl::Status s = WithTimeoutsPassing(clock, sys, Op::kOpen, {absl::Seconds(30)}, [&] {
     return CleanupMountPoint(sys, "/t", OnClock(&clock));
   });
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_FALSE(sys.Exists("/t"));
-  EXPECT_EQ(sys.CallCount(Op::kReadMountInfo), 1);  // the table stood in for the stat
-  sys.Release(Op::kStat);
+  EXPECT_EQ(sys.CallCount(Op::kReadMountInfo), 1);  // the table stood in for the look
+  sys.Release(Op::kOpen);
 }
 
 TEST(CleanupMountPointTest, HungPlainUnmountGoesOnToForceNotAgainToPlain) {
@@ -423,26 +426,41 @@ class MarkingIsolation : public Isolation {
   std::atomic<int> runs{0};
 };
 
-// Counts the stats of `target` made inside and outside the isolation.
+// Counts the stats of `target` made inside and outside the isolation, and
+// those made (by path or by descriptor) while something is mounted there.
 class StatWhere : public SyscallsWrapper {
  public:
   StatWhere(FakeSyscalls* fake, std::string target)
-      : SyscallsWrapper(fake), target_(std::move(target)) {}
+      : SyscallsWrapper(fake), fake_(fake), target_(std::move(target)) {}
   absl::StatusOr<FileInfo> Stat(const std::string& path) override {
-    if (path == target_) (in_isolation ? inside : outside).fetch_add(1);
+    if (path == target_) {
+      (in_isolation ? inside : outside).fetch_add(1);
+      Check();
+    }
     return SyscallsWrapper::Stat(path);
+  }
+  absl::StatusOr<FileInfo> StatAt(int dir_fd, const std::string& name) override {
+    Check();
+    return SyscallsWrapper::StatAt(dir_fd, name);
   }
   std::atomic<int> inside{0};
   std::atomic<int> outside{0};
+  std::atomic<int> while_mounted{0};
 
  private:
+  void Check() {
+    absl::StatusOr<bool> mounted = MountChecker(fake_).IsMountPoint(target_);
+    if (mounted.ok() && *mounted) while_mounted.fetch_add(1);
+  }
+  FakeSyscalls* const fake_;
   const std::string target_;
 };
 
-// Every look at the target runs in the isolation given, in the quick pass
-// and in the careful one (after a plain umount that hung), so a look that
-// never returns holds no thread of the process.
-TEST(CleanupMountPointTest, LooksAtTheTargetRunInTheIsolationGiven) {
+// The quick pass never stats a mounted target (the file system there may
+// not answer): it tells a mount point by mount ids. The careful pass, after
+// a plain umount that hung, looks again with a stat, in the isolation given,
+// so a look that never returns holds no thread of the process.
+TEST(CleanupMountPointTest, NoStatOfAMountedTargetAndTheCarefulLookInTheIsolation) {
   FakeSyscalls fake;
   ASSERT_TRUE(fake.AddDir("/t").ok());
   ASSERT_TRUE(fake.Mount("a", "/t", "tmpfs", 0, "").ok());
@@ -453,8 +471,10 @@ TEST(CleanupMountPointTest, LooksAtTheTargetRunInTheIsolationGiven) {
   StatWhere quick(&fake, "/t");
   ASSERT_TRUE(CleanupMountPoint(quick, "/t", opts).ok());
   EXPECT_FALSE(fake.Exists("/t"));
-  EXPECT_EQ(quick.inside.load(), 3) << "two layers and the directory";
-  EXPECT_EQ(quick.outside.load(), 0);
+  EXPECT_EQ(fake.MountCount(), 0);
+  EXPECT_EQ(quick.while_mounted.load(), 0) << "a mounted target was stat'ed";
+  EXPECT_EQ(quick.inside.load() + quick.outside.load(), 0);
+  EXPECT_EQ(fake.CallCount(Op::kMountIdOf), 4) << "three looks at the target, one at its parent";
 
   ASSERT_TRUE(fake.AddDir("/t").ok());
   ASSERT_TRUE(fake.Mount("a", "/t", "tmpfs", 0, "").ok());
@@ -467,9 +487,35 @@ TEST(CleanupMountPointTest, LooksAtTheTargetRunInTheIsolationGiven) {
                                        [&] { return CleanupMountPoint(careful, "/t", opts); });
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_FALSE(fake.Exists("/t"));
-  EXPECT_EQ(careful.inside.load(), 2) << "the quick pass's look and the careful pass's";
+  EXPECT_EQ(careful.inside.load(), 1) << "the careful pass's look after the escalation";
   EXPECT_EQ(careful.outside.load(), 0);
   fake.Release(Op::kUnmount);
+}
+
+// The unmounts of a bind of a mount that stays are made in place (they ask
+// the file system nothing): the cleanup says so to the Syscalls, in the
+// quick pass, the escalation and the detach; other unmounts are not.
+TEST(CleanupMountPointTest, InPlaceUnmountsAreMarkedAsSuch) {
+  for (bool in_place : {false, true}) {
+    FakeSyscalls fake;
+    ASSERT_TRUE(fake.AddDir("/t").ok());
+    ASSERT_TRUE(fake.Mount("a", "/t", "tmpfs", 0, "").ok());
+    ASSERT_TRUE(fake.Mount("b", "/t", "tmpfs", 0, "").ok());
+    ScriptedUnmount sys(&fake, {{0, EBUSY}, {kUnmountInPlace, EBUSY}});
+    UnmountOptions opts = Short();
+    opts.in_place = in_place;
+    opts.force = false;
+    ASSERT_TRUE(CleanupMountPoint(sys, "/t", opts).ok());
+    ASSERT_TRUE(fake.AddDir("/u").ok());
+    ASSERT_TRUE(fake.Mount("c", "/u", "tmpfs", 0, "").ok());
+    ASSERT_TRUE(DetachMountPoint(sys, "/u", opts).ok());
+    EXPECT_EQ(fake.MountCount(), 0);
+    const int mark = in_place ? kUnmountInPlace : 0;
+    // Plain (busy), then detached, for each layer; then the other target.
+    EXPECT_EQ(sys.flags_, (std::vector<int>{mark, kMntDetach | mark, mark, kMntDetach | mark,
+                                            kMntDetach | mark}))
+        << in_place;
+  }
 }
 
 TEST(CleanupMountPointTest, PlainUmountSayingNotMountedIsAnErrorNotARetry) {

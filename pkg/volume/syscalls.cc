@@ -98,6 +98,8 @@ const char* SyscallOpName(SyscallOp op) {
       return "path of descriptor";
     case SyscallOp::kWatchDir:
       return "watch directory";
+    case SyscallOp::kMountIdOf:
+      return "mount id of descriptor";
   }
   return "?";
 }

@@ -54,6 +54,12 @@ inline constexpr unsigned long kMsStrictatime = 1ul << 24;
 inline constexpr int kMntForce = 1;
 inline constexpr int kMntDetach = 2;
 inline constexpr int kUmountNofollow = 8;
+// Not the kernel's: the caller knows this unmount cannot wait on the file
+// system (a bind of a mount that stays mounted: its unmount drops one of
+// several references and asks the file system nothing), so it is made in
+// place rather than in a task of its own (LinuxSyscallsOptions::isolation).
+// Taken off before umount2(2).
+inline constexpr int kUnmountInPlace = 1 << 30;
 
 // File types in FileInfo::mode (st_mode's S_IFMT bits), also checked against
 // <sys/stat.h> by the Linux implementation.
@@ -157,8 +163,9 @@ enum class SyscallOp {
   kFsync,
   kPathOf,
   kWatchDir,
+  kMountIdOf,
 };
-inline constexpr int kNumSyscallOps = 18;
+inline constexpr int kNumSyscallOps = 19;
 
 // The name of `op` for messages ("mount", "statx", "read directory", ...).
 const char* SyscallOpName(SyscallOp op);
@@ -217,9 +224,9 @@ class Syscalls {
     return absl::UnimplementedError("bind mounts with flags in one step are not supported");
   }
 
-  // umount2(2) with MNT_FORCE / MNT_DETACH / UMOUNT_NOFOLLOW flags. A call
-  // may block for as long as the kernel does; see UnmountWithEscalation
-  // (cleanup.h) for a bounded wait.
+  // umount2(2) with MNT_FORCE / MNT_DETACH / UMOUNT_NOFOLLOW flags, and
+  // kUnmountInPlace. A call may block for as long as the kernel does; see
+  // UnmountWithEscalation (cleanup.h) for a bounded wait.
   virtual absl::Status Unmount(const std::string& target, int flags) = 0;
 
   // statfs(2), following symlinks.
@@ -289,6 +296,12 @@ class Syscalls {
   // The absolute path the kernel gives for the open file (readlink(2) of
   // /proc/self/fd/<fd>).
   virtual absl::StatusOr<std::string> PathOf(int fd) = 0;
+
+  // The id of the mount the open file is on (of a mount point opened with
+  // O_PATH, the mount there), as /proc/self/fdinfo/<fd> shows it (Linux
+  // 3.15): the ids statx's STATX_MNT_ID gives. It reaches no file system, so
+  // it answers where the one mounted there does not.
+  virtual absl::StatusOr<uint64_t> MountIdOf(int fd) = 0;
 
   // geteuid(2): who owns what this process makes.
   virtual uint32_t EffectiveUid() = 0;

@@ -485,6 +485,35 @@ OpenHow How(OpenAccess access, Resolution resolve, bool directory = false, bool 
   return how;
 }
 
+// The mount id of an O_PATH descriptor tells a mount point from a directory
+// of its parent's mount (what a look that must not reach the file system
+// mounted there uses); the ids are statx's.
+TYPED_TEST(SyscallsContractTest, MountIdOfTellsAMountPointFromItsParentsDirectories) {
+  Syscalls& sys = this->sys();
+  this->env_.AddDir("src");
+  this->env_.AddDir("dst");
+  this->env_.AddDir("plain");
+  ASSERT_TRUE(sys.Mount(this->At("src"), this->At("dst"), "", kMsBind, "").ok());
+  const OpenHow path_only = How(OpenAccess::kPath, {}, false, true);
+  absl::StatusOr<ScopedFd> dst = Open(sys, kAtCwd, this->At("dst"), path_only);
+  absl::StatusOr<ScopedFd> plain = Open(sys, kAtCwd, this->At("plain"), path_only);
+  absl::StatusOr<ScopedFd> parent = Open(sys, kAtCwd, this->root(), path_only);
+  ASSERT_TRUE(dst.ok() && plain.ok() && parent.ok());
+  absl::StatusOr<uint64_t> dst_id = sys.MountIdOf(dst->get());
+  absl::StatusOr<uint64_t> plain_id = sys.MountIdOf(plain->get());
+  absl::StatusOr<uint64_t> parent_id = sys.MountIdOf(parent->get());
+  ASSERT_TRUE(dst_id.ok()) << dst_id.status();
+  ASSERT_TRUE(plain_id.ok() && parent_id.ok());
+  EXPECT_NE(*dst_id, *parent_id) << "a mount point";
+  EXPECT_EQ(*plain_id, *parent_id) << "a directory of the parent's mount";
+  absl::StatusOr<FileInfo> info = sys.Stat(this->At("dst"));
+  ASSERT_TRUE(info.ok());
+  if (info->has_mount_id) EXPECT_EQ(info->mount_id, *dst_id);  // statx before 5.8 has none
+  EXPECT_EQ(ErrnoOf(sys.MountIdOf(987654).status()), EBADF);
+  dst->Reset();
+  ASSERT_TRUE(sys.Unmount(this->At("dst"), 0).ok());
+}
+
 TYPED_TEST(SyscallsContractTest, OpenResolvesAsOpenat2) {
   Syscalls& sys = this->sys();
   this->env_.AddDir("a/b");

@@ -73,6 +73,7 @@ class SyscallsWrapper : public Syscalls {
   absl::Status Write(int fd, const std::string& data) override { return target_->Write(fd, data); }
   absl::Status Fsync(int fd) override { return target_->Fsync(fd); }
   absl::StatusOr<std::string> PathOf(int fd) override { return target_->PathOf(fd); }
+  absl::StatusOr<uint64_t> MountIdOf(int fd) override { return target_->MountIdOf(fd); }
   uint32_t EffectiveUid() override { return target_->EffectiveUid(); }
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override {
     return target_->WatchDir(dir);

@@ -56,9 +56,12 @@ class LinuxMountNamespace : public MountNamespace {
   }
 
   absl::Status Unmount(const std::string& target, int flags) override {
+    const bool in_place = (flags & kUnmountInPlace) != 0;
+    flags &= ~kUnmountInPlace;
     absl::StatusOr<CallReply> reply = InNamespace(
         absl::StrCat("unmount ", target),
-        [target, flags](std::string*) { return umount2(target.c_str(), flags) == 0 ? 0 : errno; });
+        [target, flags](std::string*) { return umount2(target.c_str(), flags) == 0 ? 0 : errno; },
+        /*isolate=*/!in_place);
     if (!reply.ok()) return reply.status();
     if (reply->err != 0) {
       return ErrnoError(reply->err, absl::StrCat("unmount ", target, " in ", Describe()));
@@ -113,7 +116,8 @@ class LinuxMountNamespace : public MountNamespace {
 
   // Runs `call` on a thread that has entered the namespace, bounded by the
   // timeout. The namespace file is opened at the first call that can.
-  absl::StatusOr<CallReply> InNamespace(const std::string& what, NamespaceThreads::Call call) {
+  absl::StatusOr<CallReply> InNamespace(const std::string& what, NamespaceThreads::Call call,
+                                        bool isolate = true) {
     NamespaceThreads* threads = nullptr;
     {
       absl::MutexLock lock(&mu_);
@@ -126,7 +130,7 @@ class LinuxMountNamespace : public MountNamespace {
       }
       threads = threads_.get();
     }
-    absl::StatusOr<CallReply> reply = threads->Run(what, timeout_, std::move(call));
+    absl::StatusOr<CallReply> reply = threads->Run(what, timeout_, std::move(call), isolate);
     if (!reply.ok()) return Annotate(reply.status(), Describe());
     return reply;
   }

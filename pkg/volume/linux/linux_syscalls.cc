@@ -14,7 +14,11 @@
 #include <cstring>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "pkg/volume/errno_status.h"
 #include "pkg/volume/linux/beneath.h"
 #include "pkg/volume/linux/inotify_dir_watch.h"
@@ -197,9 +201,11 @@ class LinuxSyscalls : public Syscalls {
   }
 
   absl::Status Unmount(const std::string& target, int flags) override {
+    const bool in_place = (flags & kUnmountInPlace) != 0;
+    flags &= ~kUnmountInPlace;
     int err = ECANCELED;  // what stays when the process ends before the call ran
     auto unmount = [&] { err = umount2(target.c_str(), flags) == 0 ? 0 : errno; };
-    if (isolation_ == nullptr) {
+    if (isolation_ == nullptr || in_place) {
       unmount();
     } else {
       isolation_->Run(unmount);
@@ -382,6 +388,30 @@ class LinuxSyscalls : public Syscalls {
       return ErrnoError(errno, absl::StrCat("readlink /proc/self/fd/", fd));
     }
     return path;
+  }
+
+  absl::StatusOr<uint64_t> MountIdOf(int fd) override {
+    const std::string info = absl::StrCat("/proc/self/fdinfo/", fd);
+    int in = open(info.c_str(), O_RDONLY | O_CLOEXEC);
+    // No such entry: the descriptor is not open.
+    if (in < 0) return ErrnoError(errno == ENOENT ? EBADF : errno, absl::StrCat("open ", info));
+    char buf[1024];
+    ssize_t n;
+    do {
+      n = read(in, buf, sizeof(buf) - 1);
+    } while (n < 0 && errno == EINTR);
+    int err = errno;
+    close(in);
+    if (n < 0) return ErrnoError(err, absl::StrCat("read ", info));
+    // "pos:\t0\nflags:\t...\nmnt_id:\t<id>\n...": the first lines fit.
+    for (absl::string_view line : absl::StrSplit(absl::string_view(buf, n), '\n')) {
+      uint64_t id = 0;
+      if (absl::ConsumePrefix(&line, "mnt_id:") &&
+          absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &id)) {
+        return id;
+      }
+    }
+    return absl::InternalError(absl::StrCat(info, " shows no mnt_id"));
   }
 
   uint32_t EffectiveUid() override { return geteuid(); }

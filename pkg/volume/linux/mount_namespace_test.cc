@@ -236,6 +236,10 @@ TEST_F(MountNamespaceTest, InTasksOfTheirOwnCallsWorkTheSame) {
   absl::Status again = ns->Unmount(dir_, 0);
   EXPECT_EQ(ErrnoOf(again), EINVAL) << again;
   EXPECT_EQ(tasks.runs.load(), 5);
+  // An unmount that cannot wait on its file system is made on the thread.
+  absl::Status in_place = ns->Unmount(dir_, kUnmountInPlace);
+  EXPECT_EQ(ErrnoOf(in_place), EINVAL) << in_place;
+  EXPECT_EQ(tasks.runs.load(), 5);
 }
 
 // LinuxSyscalls' Unmount runs in the isolation it is given; the errno of
@@ -252,6 +256,13 @@ TEST_F(MountNamespaceTest, LinuxSyscallsUnmountInTheIsolationGiven) {
   EXPECT_EQ(ErrnoOf(again), EINVAL) << again;
   EXPECT_EQ(tasks.runs.load(), 2);
   if (!unmounted.ok()) umount2(dir_.c_str(), MNT_DETACH);
+  // An unmount that cannot wait on its file system is made in place, with
+  // the kernel's flags only.
+  ASSERT_EQ(mount("isolated", dir_.c_str(), "tmpfs", 0, nullptr), 0) << strerror(errno);
+  absl::Status in_place = sys->Unmount(dir_, kMntDetach | kUnmountInPlace);
+  EXPECT_TRUE(in_place.ok()) << in_place;
+  EXPECT_EQ(tasks.runs.load(), 2);
+  if (!in_place.ok()) umount2(dir_.c_str(), MNT_DETACH);
 }
 
 TEST(NamespaceThreadsTest, AStuckCallIsGivenUpAndOthersGoOn) {

@@ -37,6 +37,7 @@ struct NamespaceThreads::Worker {
   bool started ABSL_GUARDED_BY(mu) = false;
   int enter_err ABSL_GUARDED_BY(mu) = 0;  // why it could not enter; 0 once in
   std::optional<Call> call ABSL_GUARDED_BY(mu);
+  bool isolate ABSL_GUARDED_BY(mu) = true;  // the call's, in Options::isolation
   std::optional<CallReply> reply ABSL_GUARDED_BY(mu);
   bool abandoned ABSL_GUARDED_BY(mu) = false;  // its caller stopped waiting
   bool exit ABSL_GUARDED_BY(mu) = false;       // end when idle
@@ -85,6 +86,7 @@ void* NamespaceThreads::Main(void* raw) {
   }
   while (err == 0) {
     Call call;
+    bool isolate = true;
     {
       absl::MutexLock lock(&w->mu);
       auto ready = [&w]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu) {
@@ -93,10 +95,11 @@ void* NamespaceThreads::Main(void* raw) {
       w->mu.Await(absl::Condition(&ready));
       if (!w->call.has_value()) break;
       call = std::move(*w->call);
+      isolate = w->isolate;
       w->call.reset();
     }
     CallReply reply;
-    if (s->options.isolation == nullptr) {
+    if (s->options.isolation == nullptr || !isolate) {
       reply.err = call(&reply.data);
     } else {
       reply.err = ECANCELED;  // what stays when the process ends before the call ran
@@ -117,7 +120,7 @@ void* NamespaceThreads::Main(void* raw) {
 }
 
 absl::StatusOr<CallReply> NamespaceThreads::Run(absl::string_view what, absl::Duration timeout,
-                                                Call call) {
+                                                Call call, bool isolate) {
   Shared& s = *shared_;
   std::shared_ptr<Worker> w;
   {
@@ -159,6 +162,7 @@ absl::StatusOr<CallReply> NamespaceThreads::Run(absl::string_view what, absl::Du
   {
     absl::MutexLock lock(&w->mu);
     w->call = std::move(call);
+    w->isolate = isolate;
     auto replied = [&w]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu) { return w->reply.has_value(); };
     answered = w->mu.AwaitWithTimeout(absl::Condition(&replied), timeout);
   }

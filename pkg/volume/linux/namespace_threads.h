@@ -73,7 +73,10 @@ class NamespaceThreads {
   //   DEADLINE_EXCEEDED: the call did not return within `timeout` ("<what>:
   //     no answer within ..."); its thread is given up.
   //   UNAVAILABLE: max_stuck calls are still stuck in the kernel.
-  absl::StatusOr<CallReply> Run(absl::string_view what, absl::Duration timeout, Call call);
+  // `isolate`: false runs the call on the thread even with an isolation (one
+  // that cannot wait on a file system).
+  absl::StatusOr<CallReply> Run(absl::string_view what, absl::Duration timeout, Call call,
+                                bool isolate = true);
 
   // Calls given up and not yet returned.
   int Stuck() const;

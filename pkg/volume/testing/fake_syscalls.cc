@@ -493,6 +493,7 @@ absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const s
 }
 
 absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
+  flags &= ~kUnmountInPlace;  // where the call is made, not what it does
   {
     absl::MutexLock lock(&mu_);
     unmount_calls_.push_back(UnmountCall{target, flags});
@@ -871,6 +872,15 @@ absl::StatusOr<std::string> FakeSyscalls::PathOf(int fd) {
   auto it = files_.find(fd);
   if (it == files_.end()) return ErrnoError(EBADF, absl::StrCat("fake path of ", fd));
   return it->second.abs;
+}
+
+absl::StatusOr<uint64_t> FakeSyscalls::MountIdOf(int fd) {
+  Call call = Enter(Op::kMountIdOf, absl::StrCat(fd));
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  auto it = files_.find(fd);
+  if (it == files_.end()) return ErrnoError(EBADF, absl::StrCat("fake mount id of ", fd));
+  return static_cast<uint64_t>(it->second.mount_id);
 }
 
 uint32_t FakeSyscalls::EffectiveUid() { return 0; }

@@ -108,6 +108,7 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   absl::Status Write(int fd, const std::string& data) override;
   absl::Status Fsync(int fd) override;
   absl::StatusOr<std::string> PathOf(int fd) override;
+  absl::StatusOr<uint64_t> MountIdOf(int fd) override;
   // 0: the fake's processes are root, and what they make is root's.
   uint32_t EffectiveUid() override;
   // Descriptors opened and not yet closed.

@@ -129,6 +129,12 @@ absl::StatusOr<std::string> FaultSyscalls::PathOf(int fd) {
   return SyscallsWrapper::PathOf(fd);
 }
 
+absl::StatusOr<uint64_t> FaultSyscalls::MountIdOf(int fd) {
+  Call call = Enter(Op::kMountIdOf, absl::StrCat(fd));
+  if (!call.status().ok()) return call.status();
+  return SyscallsWrapper::MountIdOf(fd);
+}
+
 absl::StatusOr<std::unique_ptr<DirWatch>> FaultSyscalls::WatchDir(const std::string& dir) {
   Call call = Enter(Op::kWatchDir, dir);
   if (!call.status().ok()) return call.status();

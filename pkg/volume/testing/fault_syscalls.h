@@ -47,6 +47,7 @@ class FaultSyscalls : public SyscallsWrapper, public FaultInjector {
   absl::Status Write(int fd, const std::string& data) override;
   absl::Status Fsync(int fd) override;
   absl::StatusOr<std::string> PathOf(int fd) override;
+  absl::StatusOr<uint64_t> MountIdOf(int fd) override;
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override;
 };
 
