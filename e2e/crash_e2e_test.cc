@@ -146,17 +146,6 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
       }
     }
     call.join();
-    if (!status.ok() && when == When::kEntry && node_->running() &&
-        strace.Log().find("+++ killed by SIGKILL +++") != std::string::npos) {
-      // The call was made in a task of the node's own, outside its thread
-      // group (an unmount, which may wait on a dead server): the kill took
-      // that task only, so the call never ran and the node answered. The
-      // crash modelled is the node's death there: it dies now.
-      node_->Signal(SIGKILL);
-      EXPECT_EQ(node_->Wait(absl::Seconds(20)), -SIGKILL) << syscall << " #" << n;
-      strace.Wait(absl::Seconds(20));
-      return true;
-    }
     if (status.ok()) {
       EXPECT_TRUE(node_->running());
       EXPECT_THAT(strace.Log(), testing::Not(testing::HasSubstr("(DELAYED)")));

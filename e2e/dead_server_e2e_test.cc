@@ -335,8 +335,8 @@ TEST_P(DeadServerE2eTest, UnpublishOfAFrozenTargetIsBounded) {
   req.set_volume_id("pv");
   req.set_target_path(tmp_.Join("pods/a"));
   const absl::Time start = absl::Now();
-  // A retry meanwhile joins the unpublish in flight: its outcome or "still
-  // in progress", never ABORTED because of it.
+  // A retry a second later: OK (the unpublish is done by then) or "still in
+  // progress" where it is not, never ABORTED because of it.
   grpc::Status retried;
   std::thread retry([&] {
     absl::SleepFor(absl::Seconds(1));

@@ -196,15 +196,16 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
   } else {
     LOG(INFO) << role << ": stopped";
   }
-  // Looks and unmounts still waiting in the kernel, in tasks of their own
-  // (also unmount steps given up on by calls that have returned), die as
-  // soon as the kernel lets them go, running none of their work further.
-  volume::IsolatedTasks()->AbandonAll();
   // Work given up on (a call above, or a step of an unmount bounded below)
   // may still use the process's objects when it returns, which may be
   // never: the process ends without destroying anything, and without
   // waiting for it.
   google::FlushLogFiles(google::GLOG_INFO);
+  // Looks and unmounts still waiting in the kernel, in tasks of their own
+  // (also unmount steps given up on by calls that have returned), die as
+  // soon as the kernel lets them go, running none of their work further.
+  // (Last: a task killed in the allocator would leave its lock held.)
+  volume::IsolatedTasks()->AbandonAll();
   std::_Exit(cli::kExitOk);
 }
 

@@ -211,6 +211,12 @@ TEST_F(PublishSubDirTest, ExistingSubDirIsOneHelperCall) {
   EXPECT_EQ(ns_.Runs().size(), 1u);
   ASSERT_TRUE(logic.Unpublish("pvc-1", "/pods/a").ok());
   EXPECT_THAT(ns_.Unmounts(), ElementsAre("/pods/a"));
+  // The client is the target's alone: its unmount ends it and may wait for
+  // the servers, so it is never made in place.
+  ASSERT_FALSE(sys_.UnmountCalls().empty());
+  for (const FakeSyscalls::UnmountCall& call : sys_.UnmountCalls()) {
+    EXPECT_FALSE(call.in_place) << call.target;
+  }
 }
 
 TEST_F(PublishSubDirTest, MissingSubDirIsCreatedThenMounted) {

@@ -50,7 +50,7 @@ absl::Status MountingMode::Publish(const PublishTarget& t) {
       volume::SetVolumeOwnership(*sys_, t.target, *t.volume_mount_group,
                                  /*read_only=*/false, volume::FsGroupChangePolicy::kOnRootMismatch);
   if (status.ok()) return status;
-  absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, target_unmount_);
+  absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, TargetUnmount(t.target));
   if (!undo.ok()) LOG(ERROR) << "undoing mount at " << t.target << ": " << undo;
   Release(t.target, /*silent=*/false);
   return volume::Annotate(status, "applying fsGroup");
@@ -78,19 +78,19 @@ absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
 }
 
 absl::Status MountingMode::Unpublish(const std::string& target) {
-  absl::Status status = volume::CleanupMountPoint(*sys_, target, target_unmount_);
+  absl::Status status = volume::CleanupMountPoint(*sys_, target, TargetUnmount(target));
   Release(target, /*silent=*/false);
   return status;
 }
 
 absl::Status MountingMode::Detach(const std::string& target) {
-  absl::Status status = volume::DetachMountPoint(*sys_, target, target_unmount_);
+  absl::Status status = volume::DetachMountPoint(*sys_, target, TargetUnmount(target));
   Release(target, /*silent=*/true);
   return status;
 }
 
 absl::Status MountingMode::Repair(const std::string& target) {
-  return volume::UnmountWithEscalation(*sys_, target, target_unmount_);
+  return volume::UnmountWithEscalation(*sys_, target, TargetUnmount(target));
 }
 
 absl::StatusOr<bool> MountingMode::IsPublished(const std::string& path) {

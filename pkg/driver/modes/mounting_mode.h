@@ -85,6 +85,12 @@ class MountingMode : public MountMode, public FileSystemAccess {
   // looked at (what goes is detached).
   virtual void Release(const std::string& target, bool silent) {}
 
+  // How `target` is unmounted: the mode's options for its targets, unless
+  // the mode knows better of this one.
+  virtual volume::UnmountOptions TargetUnmount(const std::string& target) {
+    return target_unmount_;
+  }
+
  private:
   // Mount, holding one of t.slots; on NOT_FOUND for a sub-dir, EnsureSubDirIn
   // and Mount again; ENOTDIR for a sub-dir is explained

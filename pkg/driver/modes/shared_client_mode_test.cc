@@ -286,6 +286,19 @@ TEST_F(SharedClientTest, DeadClientIsReplacedForTheNextPublish) {
   absl::Status s = logic_->Publish(Request("/pods/b", "x"));
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(HelperMounts(), 2);
+  // The old target is now the last mount of the detached client: its
+  // unmount ends that client and is not made in place; the new client's
+  // bind is.
+  for (const std::string target : {"/pods/a", "/pods/b"}) {
+    const size_t before = sys_.UnmountCalls().size();
+    ASSERT_TRUE(logic_->Unpublish("v", target).ok()) << target;
+    std::vector<volume::FakeSyscalls::UnmountCall> calls = sys_.UnmountCalls();
+    ASSERT_GT(calls.size(), before) << target;
+    for (size_t i = before; i < calls.size(); ++i) {
+      if (calls[i].target != target) continue;
+      EXPECT_EQ(calls[i].in_place, target == "/pods/b") << target;
+    }
+  }
 }
 
 // mount.lustre turns a host name into its NID before mounting, so the mount
@@ -344,6 +357,10 @@ TEST_F(SharedClientTest, DetachingTheLastTargetDetachesItsClient) {
   for (size_t i = before; i < calls.size(); ++i) {
     EXPECT_EQ(calls[i].flags, MNT_DETACH) << calls[i].target;
   }
+  // The bind asks the file system nothing: made in place. The client's
+  // unmount ends it: not in place.
+  EXPECT_TRUE(calls[before].in_place) << calls[before].target;
+  EXPECT_FALSE(calls[before + 1].in_place) << calls[before + 1].target;
 }
 
 TEST_F(SharedClientTest, SubDirsNeverEscapeTheClientRoot) {

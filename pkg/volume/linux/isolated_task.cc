@@ -44,17 +44,15 @@ struct TaskStack {
 
 int TaskMain(void* arg) {
   if (abandoned.load()) return 0;  // the process ends: none of the work
-  in_task = true;
   (*static_cast<Job*>(arg)->fn)();
-  in_task = false;
   return 0;  // the clone(2) wrapper ends this task only (SYS_exit)
 }
 
 class Tasks : public Isolation {
  public:
   void Run(const std::function<void()>& fn) override {
-    if (in_task) return fn();      // already in a task of its own
     if (abandoned.load()) return;  // the process ends
+    if (in_task) return fn();      // already in a task of its own
     // One stack per calling thread: a thread runs one task at a time, and a
     // task that never ends keeps its thread waiting too.
     thread_local TaskStack stack;
@@ -83,7 +81,11 @@ class Tasks : public Isolation {
     // thread shares them: a descriptor the process closes is closed for the
     // task too (a pipe's end it held would keep its reader waiting). Its end
     // signals nothing (waitpid with __WALL reaps it): a SIGCHLD to the
-    // process per task cost a third of the task's price.
+    // process per task cost a third of the task's price. The task sees this
+    // thread's storage: work it runs that would isolate itself again runs on
+    // in place (set and cleared here, so a task killed midway leaves it
+    // right).
+    in_task = true;
     pid_t pid =
         clone(&TaskMain, top, CLONE_VM | CLONE_FILES | CLONE_FS | CLONE_VFORK | CLONE_PARENT_SETTID,
               &job, reinterpret_cast<pid_t*>(slot));
@@ -92,6 +94,7 @@ class Tasks : public Isolation {
       absl::MutexLock lock(&mu_);
       running_.erase(slot);
     }
+    in_task = false;
     if (pid < 0) return Inline(fn, "clone", err);
     while (waitpid(pid, nullptr, __WALL) < 0 && errno == EINTR) {
     }

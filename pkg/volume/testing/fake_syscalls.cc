@@ -493,10 +493,11 @@ absl::Status FakeSyscalls::BindMountWithFlags(const std::string& source, const s
 }
 
 absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
+  const bool in_place = (flags & kUnmountInPlace) != 0;
   flags &= ~kUnmountInPlace;  // where the call is made, not what it does
   {
     absl::MutexLock lock(&mu_);
-    unmount_calls_.push_back(UnmountCall{target, flags});
+    unmount_calls_.push_back(UnmountCall{target, flags, in_place});
   }
   Call call = Enter(Op::kUnmount, target);
   RETURN_IF_ERROR(call.status());
@@ -680,7 +681,10 @@ absl::StatusOr<int> FakeSyscalls::OpenAt(int dir_fd, const std::string& path, co
   err = Walk(stack, path, !how.nofollow, 1, beneath, strict);
   if (err != 0) return fail(err);
   const Step& at = stack.back();
-  if (mounts_[at.mount]->broken != 0) return fail(mounts_[at.mount]->broken);
+  // An O_PATH open of a mount's root asks its file system nothing: it
+  // answers even where the mount is broken (as the kernel's does).
+  const bool root_only = how.access == OpenAccess::kPath && at.at_root;
+  if (mounts_[at.mount]->broken != 0 && !root_only) return fail(mounts_[at.mount]->broken);
   const Node* node = NodeAt(at);
   if (node == nullptr) return fail(ENOENT);
   // A final symlink, not followed: only O_PATH opens it.

@@ -60,7 +60,8 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   };
   struct UnmountCall {
     std::string target;
-    int flags = 0;
+    int flags = 0;          // the kernel's flags
+    bool in_place = false;  // kUnmountInPlace was passed (where the call is made)
   };
 
   // Starts with "/" (an empty directory on an ext4-like root file system).
