@@ -48,13 +48,17 @@ base::Clock* ClockOf(const UnmountOptions& opts) {
   return opts.clock != nullptr ? opts.clock : base::RealClock();
 }
 
-// A stat of the target in `isolation` (null: on this thread).
-absl::StatusOr<FileInfo> StatIn(Isolation* isolation, Syscalls& sys, const std::string& path) {
-  if (isolation == nullptr) return sys.Stat(path);
+// A stat of the target in `opts.isolation` (null: on this thread).
+absl::StatusOr<FileInfo> StatIn(const UnmountOptions& opts, Syscalls& sys,
+                                const std::string& path) {
+  Isolation* where = opts.isolation != nullptr ? opts.isolation : OnTheCallingThread();
   absl::StatusOr<FileInfo> info = absl::CancelledError(absl::StrCat("statx ", path, ": not run"));
-  isolation->Run([&] { info = sys.Stat(path); });
+  where->Run([&] { info = sys.Stat(path); });
   return info;
 }
+
+// The flags that say where the unmounts of `opts` are made (kUnmountInPlace).
+int PlaceOf(const UnmountOptions& opts) { return opts.in_place ? kUnmountInPlace : 0; }
 
 template <typename R>
 struct BoundedCall {
@@ -110,7 +114,7 @@ absl::StatusOr<UnmountOutcome> Escalate(Syscalls& sys, const std::string& target
   bool escalating = false;
   for (const Step& step : steps) {
     if (step.flags == kMntForce && !opts.force) continue;
-    int flags = step.flags | (opts.in_place ? kUnmountInPlace : 0);
+    int flags = step.flags | PlaceOf(opts);
     if (step.flags == 0 && plain_result.has_value()) {
       last = *std::move(plain_result);
     } else {
@@ -265,8 +269,8 @@ struct QuickPass {
   }
 };
 
-// The common case of a cleanup in one go, without escalation: stat, plain
-// umount for every layer, rmdir. Anything unusual (a failed stat, a failed
+// The common case of a cleanup in one go, without escalation: a look, plain
+// umount for every layer, rmdir. Anything unusual (a failed look, a failed
 // umount) ends the pass with what it saw.
 void RunQuickPass(Syscalls& sys, const std::string& path, int unmount_flags, QuickPass& pass) {
   std::optional<uint64_t> parent_id;
@@ -300,13 +304,12 @@ absl::Status CarefulCleanup(Syscalls& sys, const std::string& path, const Unmoun
     // looking at: the escalation goes on from that umount.
     std::optional<absl::Status> plain_result = layer == 0 ? std::move(first.unmount) : std::nullopt;
     Syscalls* s = &sys;
-    Isolation* isolation = opts.isolation;
     absl::StatusOr<FileInfo> info = FileInfo();
     if (layer == 0 && first.stat.has_value()) {
       info = *first.stat;
     } else if (!plain_result.has_value()) {
       info = RunBounded<absl::StatusOr<FileInfo>>(
-          [s, isolation, path] { return StatIn(isolation, *s, path); }, opts.plain_timeout,
+          [s, opts, path] { return StatIn(opts, *s, path); }, opts.plain_timeout,
           absl::StrCat("statx ", path), ClockOf(opts));
     }
     bool mounted = false;
@@ -357,7 +360,7 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
   // The quick pass runs on one worker, waited for at most plain_timeout: one
   // hand-over per cleanup in the common case instead of one per step.
   auto pass = std::make_shared<QuickPass>(opts.plain_timeout, ClockOf(opts));
-  const int flags = opts.in_place ? kUnmountInPlace : 0;
+  const int flags = PlaceOf(opts);
   if (opts.plain_timeout == absl::InfiniteDuration()) {
     RunQuickPass(sys, path, flags, *pass);
   } else {
@@ -414,7 +417,7 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
 absl::Status DetachMountPoint(Syscalls& sys, const std::string& target,
                               const UnmountOptions& opts) {
   std::string path = CleanPath(target);
-  const int flags = kMntDetach | (opts.in_place ? kUnmountInPlace : 0);
+  const int flags = kMntDetach | PlaceOf(opts);
   MountChecker checker(&sys);
   Syscalls* s = &sys;
   for (int layer = 0; layer <= kMaxLayers; ++layer) {

@@ -11,14 +11,16 @@
 //
 // CleanupMountPoint is what an unpublish calls: idempotent, it unmounts
 // everything stacked at the target (also corrupted mounts), then removes the
-// target directory with rmdir only; it never deletes anything below it. Its
-// stat of the target is bounded by plain_timeout too; a stat that hangs is
-// treated like a corrupted mount (the mount table decides). The common case
-// (stat, plain umount of each layer, rmdir) runs as one task on one worker,
-// each of its steps waited for at most plain_timeout; whatever it cannot
-// finish (a failed or hung stat or umount) is taken over step by step from
-// where it stopped, without repeating a call, so the timeouts and escalation
-// are as above. An rmdir that hangs is DEADLINE_EXCEEDED.
+// target directory with rmdir only; it never deletes anything below it. The
+// common case (a look at the target that reaches no file system mounted
+// there: its mount id against its parent's; a plain umount of each layer;
+// rmdir) runs as one task on one worker, each of its steps waited for at most
+// plain_timeout; whatever it cannot finish (a failed or hung look or umount)
+// is taken over step by step from where it stopped, without repeating a
+// call: a stat of the target there is bounded by plain_timeout too, and one
+// that hangs is treated like a corrupted mount (the mount table decides).
+// The timeouts and escalation are as above. An rmdir that hangs is
+// DEADLINE_EXCEEDED.
 //
 // All functions are stateless and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_

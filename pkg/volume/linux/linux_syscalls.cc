@@ -128,7 +128,8 @@ absl::StatusOr<int> OpenSourceStrictly(const std::string& root, const std::strin
 
 class LinuxSyscalls : public Syscalls {
  public:
-  explicit LinuxSyscalls(LinuxSyscallsOptions options) : isolation_(options.isolation) {
+  explicit LinuxSyscalls(LinuxSyscallsOptions options)
+      : isolation_(options.isolation != nullptr ? options.isolation : OnTheCallingThread()) {
     if (!options.bind_staging_dir.empty()) {
       staging_ = std::make_unique<os::BindStaging>(options.bind_staging_dir);
     }
@@ -205,11 +206,7 @@ class LinuxSyscalls : public Syscalls {
     flags &= ~kUnmountInPlace;
     int err = ECANCELED;  // what stays when the process ends before the call ran
     auto unmount = [&] { err = umount2(target.c_str(), flags) == 0 ? 0 : errno; };
-    if (isolation_ == nullptr || in_place) {
-      unmount();
-    } else {
-      isolation_->Run(unmount);
-    }
+    (in_place ? OnTheCallingThread() : isolation_)->Run(unmount);
     if (err != 0) {
       return ErrnoError(err, absl::StrCat("umount ", target, " (flags 0x", absl::Hex(flags), ")"));
     }
@@ -422,7 +419,7 @@ class LinuxSyscalls : public Syscalls {
 
  private:
   std::unique_ptr<os::BindStaging> staging_;  // null: no staged binds
-  Isolation* const isolation_;                // null: unmounts on the calling thread
+  Isolation* const isolation_;                // where unmounts run
 };
 
 }  // namespace

@@ -99,12 +99,10 @@ void* NamespaceThreads::Main(void* raw) {
       w->call.reset();
     }
     CallReply reply;
-    if (s->options.isolation == nullptr || !isolate) {
-      reply.err = call(&reply.data);
-    } else {
-      reply.err = ECANCELED;  // what stays when the process ends before the call ran
-      s->options.isolation->Run([&] { reply.err = call(&reply.data); });
-    }
+    reply.err = ECANCELED;  // what stays when the process ends before the call ran
+    Isolation* where =
+        isolate && s->options.isolation != nullptr ? s->options.isolation : OnTheCallingThread();
+    where->Run([&] { reply.err = call(&reply.data); });
     call = nullptr;  // what it owns goes now, not at the next call
     absl::MutexLock lock(&s->mu);
     absl::MutexLock wl(&w->mu);
