@@ -298,9 +298,11 @@ class Syscalls {
   virtual absl::StatusOr<std::string> PathOf(int fd) = 0;
 
   // The id of the mount the open file is on (of a mount point opened with
-  // O_PATH, the mount there), as /proc/self/fdinfo/<fd> shows it (Linux
-  // 3.15): the ids statx's STATX_MNT_ID gives. It reaches no file system, so
-  // it answers where the one mounted there does not.
+  // O_PATH, the mount there), without a stat: name_to_handle_at(2)'s, or
+  // where a file system has no file handles /proc/self/fdinfo/<fd>'s (Linux
+  // 3.15); the ids statx's STATX_MNT_ID gives. It asks the file system
+  // mounted there nothing that needs an answer from its servers, so it
+  // answers where that file system does not.
   virtual absl::StatusOr<uint64_t> MountIdOf(int fd) = 0;
 
   // geteuid(2): who owns what this process makes.

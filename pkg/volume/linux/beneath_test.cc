@@ -4,14 +4,21 @@
 #include "pkg/volume/linux/beneath.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/openat2.h>
+#include <linux/seccomp.h>
 #include <stdlib.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -317,6 +324,71 @@ TEST_P(ResolveBeneathTest, StatReportsTheMountIdOnBothPaths) {
   EXPECT_NE(bind->mount_id, dir->mount_id);
   EXPECT_EQ(bind->dev, dir->dev) << "a bind of the same file system";
   EXPECT_EQ(bind->has_mount_root, !GetParam());
+  EXPECT_EQ(umount((root_ + "/mnt").c_str()), 0);
+}
+
+// The mount id of a descriptor, without a stat: name_to_handle_at's, or
+// /proc/self/fdinfo's where a file system has no file handles (/proc) or a
+// seccomp profile refuses the call (as an older kernel's ENOSYS); each the
+// id statx reports.
+TEST_P(ResolveBeneathTest, MountIdOfADescriptorOnEveryPath) {
+  if (!ProbeKernel().statx_mount_id) GTEST_SKIP() << "this kernel has no statx mount id";
+  Mkdir(root_ + "/mnt");
+  ASSERT_EQ(mount(root_.c_str(), (root_ + "/mnt").c_str(), nullptr, MS_BIND, nullptr), 0);
+  auto statx_id = [](const std::string& path) -> int64_t {
+    struct statx stx;
+    if (statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0) return -2;
+    return static_cast<int64_t>(stx.stx_mnt_id);
+  };
+  // Each path's id, as MountIdOfDescriptor gives it on an O_PATH descriptor.
+  auto ids = [&](const std::vector<std::string>& paths) {
+    std::vector<int64_t> out;
+    for (const std::string& path : paths) {
+      int fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+      out.push_back(fd < 0 ? -3 : MountIdOfDescriptor(fd));
+      if (fd >= 0) close(fd);
+    }
+    return out;
+  };
+  const std::vector<std::string> paths = {root_, root_ + "/mnt", root_ + "/a", "/proc/self"};
+  std::vector<int64_t> want;
+  for (const std::string& path : paths) want.push_back(statx_id(path));
+  EXPECT_NE(want[0], want[1]);
+  EXPECT_EQ(ids(paths), want);
+  struct file_handle probe = {};
+  int ignored = 0;
+  errno = 0;
+  EXPECT_EQ(name_to_handle_at(AT_FDCWD, "/proc/self", &probe, &ignored, 0), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP) << "/proc has no file handles: the fdinfo path";
+  EXPECT_EQ(MountIdOfDescriptor(987654), -1);
+  EXPECT_EQ(errno, EBADF);
+
+  // On a thread whose seccomp filter answers ENOSYS for name_to_handle_at.
+  std::vector<int64_t> refused;
+  int refused_errno = 0, bad_fd_errno = 0;
+  std::thread([&] {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_name_to_handle_at, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])),
+                              filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+      refused_errno = -errno;
+      return;
+    }
+    struct file_handle h = {};
+    int id = 0;
+    if (name_to_handle_at(AT_FDCWD, "/", &h, &id, 0) != 0) refused_errno = errno;
+    refused = ids(paths);
+    if (MountIdOfDescriptor(987654) < 0) bad_fd_errno = errno;
+  }).join();
+  EXPECT_EQ(refused_errno, ENOSYS) << "the filter is in place";
+  EXPECT_EQ(refused, want);
+  EXPECT_EQ(bad_fd_errno, EBADF);
   EXPECT_EQ(umount((root_ + "/mnt").c_str()), 0);
 }
 

@@ -388,27 +388,9 @@ class LinuxSyscalls : public Syscalls {
   }
 
   absl::StatusOr<uint64_t> MountIdOf(int fd) override {
-    const std::string info = absl::StrCat("/proc/self/fdinfo/", fd);
-    int in = open(info.c_str(), O_RDONLY | O_CLOEXEC);
-    // No such entry: the descriptor is not open.
-    if (in < 0) return ErrnoError(errno == ENOENT ? EBADF : errno, absl::StrCat("open ", info));
-    char buf[1024];
-    ssize_t n;
-    do {
-      n = read(in, buf, sizeof(buf) - 1);
-    } while (n < 0 && errno == EINTR);
-    int err = errno;
-    close(in);
-    if (n < 0) return ErrnoError(err, absl::StrCat("read ", info));
-    // "pos:\t0\nflags:\t...\nmnt_id:\t<id>\n...": the first lines fit.
-    for (absl::string_view line : absl::StrSplit(absl::string_view(buf, n), '\n')) {
-      uint64_t id = 0;
-      if (absl::ConsumePrefix(&line, "mnt_id:") &&
-          absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &id)) {
-        return id;
-      }
-    }
-    return absl::InternalError(absl::StrCat(info, " shows no mnt_id"));
+    int64_t id = os::MountIdOfDescriptor(fd);
+    if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of descriptor ", fd));
+    return static_cast<uint64_t>(id);
   }
 
   uint32_t EffectiveUid() override { return geteuid(); }

@@ -58,17 +58,39 @@ int64_t MountIdFromFdinfo(int fd) {
   char name[48];
   std::snprintf(name, sizeof(name), "/proc/self/fdinfo/%d", fd);
   int info = open(name, O_RDONLY | O_CLOEXEC);
-  if (info < 0) return -1;
+  // No such entry: the descriptor is not open.
+  if (info < 0) return Fail(errno == ENOENT ? EBADF : errno);
   char buf[512];
-  ssize_t n = read(info, buf, sizeof(buf) - 1);
+  ssize_t n;
+  do {
+    n = read(info, buf, sizeof(buf) - 1);
+  } while (n < 0 && errno == EINTR);
   int err = errno;
   close(info);
   if (n < 0) return Fail(err);
   buf[n] = '\0';
+  // "pos:\t0\nflags:\t...\nmnt_id:\t<id>\n...": the first lines fit.
   const char* field = std::strstr(buf, "mnt_id:");
   if (field == nullptr) return Fail(ENOTSUP);
   return std::strtoll(field + 7, nullptr, 10);
 }
+
+// name_to_handle_at(2)'s mount id: a handle of zero bytes answers EOVERFLOW
+// with the mount id filled in. The file system's encode_fh is asked only for
+// the handle's size, which it answers from the inode without a request.
+int64_t HandleMountId(int dir_fd, const char* name, int flags) {
+  struct file_handle probe = {};
+  int mount_id = -1;
+  if (name_to_handle_at(dir_fd, name, &probe, &mount_id, flags) == 0 || errno == EOVERFLOW) {
+    return mount_id;
+  }
+  return -1;
+}
+
+// After HandleMountId failed: a file system without file handles
+// (EOPNOTSUPP), or a seccomp profile that refuses the call (ENOSYS, EPERM),
+// where /proc/self/fdinfo still tells.
+bool NoHandles(int err) { return err == EOPNOTSUPP || err == ENOSYS || err == EPERM; }
 
 std::vector<std::string> Components(const char* path) {
   return absl::StrSplit(path, '/', absl::SkipEmpty());
@@ -100,21 +122,22 @@ int64_t MountIdAt(int dir_fd, const char* name) {
     }
     if ((stx.stx_mask & STATX_MNT_ID) != 0) return static_cast<int64_t>(stx.stx_mnt_id);
   }
-  // A handle of zero bytes: EOVERFLOW, with the mount id filled in.
-  struct file_handle probe = {};
-  int mount_id = -1;
-  if (name_to_handle_at(dir_fd, name, &probe, &mount_id, empty) == 0 || errno == EOVERFLOW) {
-    return mount_id;
-  }
-  if (errno != EOPNOTSUPP) return -1;
-  if (empty != 0) return MountIdFromFdinfo(dir_fd);
+  if (empty != 0) return MountIdOfDescriptor(dir_fd);
+  int64_t id = HandleMountId(dir_fd, name, 0);
+  if (id >= 0 || !NoHandles(errno)) return id;
   int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
-  int64_t id = MountIdFromFdinfo(fd);
+  id = MountIdFromFdinfo(fd);
   int err = errno;
   close(fd);
   errno = err;
   return id;
+}
+
+int64_t MountIdOfDescriptor(int fd) {
+  int64_t id = HandleMountId(fd, "", AT_EMPTY_PATH);
+  if (id >= 0 || !NoHandles(errno)) return id;
+  return MountIdFromFdinfo(fd);
 }
 
 int64_t MountIdOf(const struct statx& stx, int dir_fd, const char* name) {

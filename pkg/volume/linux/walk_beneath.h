@@ -48,6 +48,13 @@ int WalkBeneath(int dir_fd, const char* path, uint64_t flags, uint64_t mode, uin
 // errno set on failure.
 int64_t MountIdAt(int dir_fd, const char* name);
 
+// The mount id of the open descriptor `fd` (an O_PATH one included) without
+// a stat, so without asking the file system mounted there anything:
+// name_to_handle_at(2)'s mount id (Linux 2.6.39), else (a file system
+// without file handles, or a seccomp profile that refuses the call)
+// /proc/self/fdinfo (3.15). -1 with errno set on failure (EBADF: not open).
+int64_t MountIdOfDescriptor(int fd);
+
 // The mount id `stx` reports - a statx(2) of `name` in `dir_fd` that asked
 // for STATX_MNT_ID - where the kernel gives one, else MountIdAt's.
 int64_t MountIdOf(const struct statx& stx, int dir_fd, const char* name);
