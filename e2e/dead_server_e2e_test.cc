@@ -391,6 +391,13 @@ TEST_P(DeadServerE2eTest, APublishOnAFrozenFileSystemIsBoundedAndItsTargetUnpubl
   EXPECT_LT(took, absl::Seconds(13)) << "past the 8 s call bound";
   EXPECT_FALSE(published.ok());
   EXPECT_NE(published.error_code(), grpc::ABORTED) << published.error_message();
+  // What waits for the file system is a task of the node's (shared clients,
+  // local mode) or the mount helper (per-volume clients), never a thread of
+  // the node, which could then not exit.
+  EXPECT_EQ(ThreadsOnFuse(node_->pid()), 0) << "a thread of the node waits in the file system";
+  if (GetParam() != "per-volume") {
+    EXPECT_EQ(ChildrenOnFuse(node_->pid()).size(), 1u) << "the publish's task";
+  }
   const int threads = Threads(node_->pid());
   for (int i = 0; i < 2; ++i) {
     start = absl::Now();

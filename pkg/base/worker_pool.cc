@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <deque>
 
@@ -65,7 +66,15 @@ void* WorkerMain(void* arg) {
 
 }  // namespace
 
+namespace {
+thread_local bool in_isolated_task = false;
+}  // namespace
+
+bool InIsolatedTask() { return in_isolated_task; }
+void SetInIsolatedTask(bool in_task) { in_isolated_task = in_task; }
+
 int WorkerPool::StartDetachedThread(void* (*main)(void*), void* arg, size_t stack_bytes) {
+  if (in_isolated_task) return EPERM;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

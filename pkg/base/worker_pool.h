@@ -23,10 +23,20 @@
 
 namespace lustre_csi::base {
 
+// Whether the calling thread's work runs in an isolated task now
+// (volume::IsolatedTasks: a task that shares this thread's memory and
+// storage while the thread waits for it). A thread started there would
+// belong to the task, not to the process, and the task could not be reaped
+// before that thread ended: StartDetachedThread refuses (EPERM) meanwhile.
+// The task's starter sets and clears it around the task.
+bool InIsolatedTask();
+void SetInIsolatedTask(bool in_task);
+
 class WorkerPool {
  public:
   // Starts a detached thread running `main(arg)` with a stack of
-  // `stack_bytes`; returns 0 or an errno value. Tests replace it.
+  // `stack_bytes`; returns 0 or an errno value (EPERM in an isolated task).
+  // Tests replace it.
   using ThreadStarter = std::function<int(void* (*main)(void*), void* arg, size_t stack_bytes)>;
   static int StartDetachedThread(void* (*main)(void*), void* arg, size_t stack_bytes);
 

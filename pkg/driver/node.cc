@@ -234,29 +234,51 @@ absl::Status NodeLogic::PublishLocked(const PublishRequest& req, const LustrePar
   if (!options.ok()) return options.status();
   LustreSource source{params.mgs_address, params.fs_name, *sub_dir};
 
-  // What is at the target now?
+  // What is at the target now? Looked at without a stat of a mount there:
+  // the file system mounted there may not answer, and only a repeat publish
+  // needs to ask it anything (in a task of its own, below).
   bool created_target = false;
   volume::MountChecker checker(sys_);
-  absl::StatusOr<bool> mounted = checker.IsMountPoint(req.target_path);
-  if (!mounted.ok() && mounted.status().code() == absl::StatusCode::kNotFound) {
+  absl::StatusOr<volume::MountChecker::Look> look = checker.LookAt(req.target_path);
+  if (!look.ok()) return volume::Annotate(look.status(), "inspecting target");
+  if (!look->exists) {
     absl::Status made = sys_->Mkdir(req.target_path, 0750);
     if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
       return volume::Annotate(made, "creating target directory");
     }
     created_target = made.ok();
-    mounted = false;
-  } else if (!mounted.ok() && volume::IsCorruptedError(mounted.status())) {
-    LOG(WARNING) << "target " << req.target_path << " holds a corrupted mount (" << mounted.status()
-                 << "); unmounting it before mounting again";
-    if (absl::Status s = mode_->Repair(req.target_path); !s.ok()) {
-      return volume::Annotate(s, "repairing corrupted mount at target");
-    }
-    mounted = checker.IsMountPoint(req.target_path);
   }
-  if (!mounted.ok()) return volume::Annotate(mounted.status(), "inspecting target");
+  // A repeat publish: the mount there alive (a stat: a corrupted mount
+  // answers its errno) and of this volume? Asked in a task of its own.
+  auto inspect = [&] {
+    return volume::RunIn(isolation_, [&]() -> absl::StatusOr<bool> {
+      absl::StatusOr<bool> alive = checker.IsMountPoint(req.target_path);
+      if (!alive.ok()) return alive;
+      if (!*alive) {
+        return absl::UnavailableError(
+            absl::StrCat("the mount at ", req.target_path, " went while it was looked at"));
+      }
+      return mode_->IsMountOf(source, req.target_path, *options);
+    });
+  };
+  bool mounted = look->mounted;
+  absl::StatusOr<bool> same = false;
+  if (mounted) {
+    same = inspect();
+    if (!same.ok() && volume::IsCorruptedError(same.status())) {
+      LOG(WARNING) << "target " << req.target_path << " holds a corrupted mount (" << same.status()
+                   << "); unmounting it before mounting again";
+      if (absl::Status s = mode_->Repair(req.target_path); !s.ok()) {
+        return volume::Annotate(s, "repairing corrupted mount at target");
+      }
+      absl::StatusOr<volume::MountChecker::Look> again = checker.LookAt(req.target_path);
+      if (!again.ok()) return volume::Annotate(again.status(), "inspecting target");
+      mounted = again->mounted;
+      if (mounted) same = inspect();
+    }
+  }
 
-  if (*mounted) {
-    absl::StatusOr<bool> same = mode_->IsMountOf(source, req.target_path, *options);
+  if (mounted) {
     if (!same.ok()) return volume::Annotate(same.status(), "inspecting the mount at target");
     if (!*same) {
       return absl::AlreadyExistsError(
@@ -465,9 +487,7 @@ absl::StatusOr<VolumeStats> NodeLogic::Stats(const std::string& volume_id,
   volume::Isolation* isolation = isolation_;
   absl::StatusOr<VolumeStats> looked =
       stats_calls_.Call(path, [mode, sys, isolation, volume_id, path] {
-        absl::StatusOr<VolumeStats> seen = absl::UnknownError("not looked at");
-        isolation->Run([&] { seen = LookAtVolume(*mode, *sys, volume_id, path); });
-        return seen;
+        return volume::RunIn(isolation, [&] { return LookAtVolume(*mode, *sys, volume_id, path); });
       });
   if (absl::IsDeadlineExceeded(looked.status())) {
     if (!fs.empty()) {

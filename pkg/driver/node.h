@@ -68,9 +68,11 @@ struct NodeOptions {
   // looked at). A volume whose file system has a target that is not
   // connected is reported abnormal by Stats.
   LustreImports* client_imports = nullptr;
-  // Where the look at a file system for stats runs (borrowed; null: on the
-  // worker thread itself): in production a task of its own, so that one that
-  // never returns holds no thread of the process (volume::IsolatedTasks).
+  // Where the looks that may wait for a file system run (borrowed; null:
+  // on the worker thread itself): stats' look, and a repeat publish's check
+  // of the mount at its target. In production a task of its own, so that
+  // one that never returns holds no thread of the process
+  // (volume::IsolatedTasks).
   volume::Isolation* isolation = nullptr;
 };
 

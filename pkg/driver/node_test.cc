@@ -116,6 +116,35 @@ TEST_F(NodeTest, CorruptedMountAtTargetIsRepaired) {
 // A local-mode target is a bind of a directory others bind too: MNT_FORCE
 // would act on the whole superblock (for FUSE or Lustre, every other mount
 // of it), so a busy one is detached.
+// What a publish asks of the file system it mounts (the fs root, the bind
+// from beneath it, a missing sub-dir, fsGroup's walk) and a repeat publish
+// of the mount at its target run in the isolation given: where the servers
+// stop answering, a task waits in the kernel, not a thread of the driver.
+TEST_F(NodeTest, APublishAsksItsFileSystemOnlyInTheIsolation) {
+  volume::MarkingIsolation isolation;
+  mode_ = NewLocalMode(&sys_, kRoot, &isolation);
+  NodeOptions options;
+  options.isolation = &isolation;
+  MakeLogic(options);
+  PublishRequest req = Request("/pods/a");
+  req.volume_context["sub-dir"] = "team/new";
+  req.volume_mount_group = 1234;
+  sys_.ResetCalls();
+  ASSERT_TRUE(logic_->Publish(req).ok());
+  for (SyscallOp op : {SyscallOp::kMount, SyscallOp::kMkdirAt, SyscallOp::kChown}) {
+    EXPECT_GE(sys_.CallCount(op), 1) << SyscallOpName(op);
+    EXPECT_EQ(sys_.IsolatedCallCount(op), sys_.CallCount(op)) << SyscallOpName(op);
+  }
+  sys_.ResetCalls();
+  const int runs = isolation.runs();
+  ASSERT_TRUE(logic_->Publish(req).ok()) << "a repeat";
+  EXPECT_EQ(isolation.runs(), runs + 1);
+  EXPECT_GE(sys_.CallCount(SyscallOp::kStat), 1);
+  EXPECT_EQ(sys_.IsolatedCallCount(SyscallOp::kStat), sys_.CallCount(SyscallOp::kStat))
+      << "the mounted target was stat'ed outside the isolation";
+  ASSERT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+}
+
 TEST_F(NodeTest, UnpublishNeverForcesABind) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a")).ok());
   ASSERT_TRUE(logic_->Publish(Request("/pods/b")).ok());

@@ -51,10 +51,7 @@ base::Clock* ClockOf(const UnmountOptions& opts) {
 // A stat of the target in `opts.isolation` (null: on this thread).
 absl::StatusOr<FileInfo> StatIn(const UnmountOptions& opts, Syscalls& sys,
                                 const std::string& path) {
-  Isolation* where = opts.isolation != nullptr ? opts.isolation : OnTheCallingThread();
-  absl::StatusOr<FileInfo> info = absl::CancelledError(absl::StrCat("statx ", path, ": not run"));
-  where->Run([&] { info = sys.Stat(path); });
-  return info;
+  return RunIn(opts.isolation, [&] { return sys.Stat(path); });
 }
 
 // The flags that say where the unmounts of `opts` are made (kUnmountInPlace).
@@ -179,47 +176,6 @@ absl::Status RemoveTarget(Syscalls& sys, const std::string& path, const FileInfo
   return removed;
 }
 
-// What is at a target, found without reaching the file system mounted there
-// (which may not answer): the target opened with O_PATH, not followed (a
-// walk stops at a mount's root without asking its file system), and its
-// mount id compared with its parent directory's. Only what is not mounted,
-// a name in the parent's file system, is stat'ed.
-struct TargetLook {
-  bool exists = false;
-  bool mounted = false;
-  FileInfo info;  // when it exists and is not mounted
-};
-
-// `parent_id`: the parent's mount id, found by the first look of a cleanup
-// and kept for the next ones (unmounts at the target do not move it).
-absl::StatusOr<TargetLook> LookAtTarget(Syscalls& sys, const std::string& path,
-                                        std::optional<uint64_t>& parent_id) {
-  OpenHow how;
-  how.access = OpenAccess::kPath;
-  how.nofollow = true;
-  absl::StatusOr<ScopedFd> target = Open(sys, kAtCwd, path, how);
-  if (absl::IsNotFound(target.status())) return TargetLook();
-  if (!target.ok()) return target.status();
-  if (!parent_id.has_value()) {
-    how.nofollow = false;  // the parent as the target's walk reached it
-    absl::StatusOr<ScopedFd> parent = Open(sys, kAtCwd, ParentPath(path), how);
-    if (!parent.ok()) return parent.status();
-    absl::StatusOr<uint64_t> id = sys.MountIdOf(parent->get());
-    if (!id.ok()) return id.status();
-    parent_id = *id;
-  }
-  absl::StatusOr<uint64_t> id = sys.MountIdOf(target->get());
-  if (!id.ok()) return id.status();
-  TargetLook look;
-  look.exists = true;
-  look.mounted = *id != *parent_id;
-  if (look.mounted) return look;
-  absl::StatusOr<FileInfo> info = sys.StatAt(target->get(), "");
-  if (!info.ok()) return info.status();
-  look.info = *info;
-  return look;
-}
-
 // Where the quick pass stopped: finished, or the first observation the
 // careful pass must go on from (a failed look, or a mount whose plain
 // umount failed or hung), so that no system call is repeated.
@@ -273,10 +229,13 @@ struct QuickPass {
 // umount for every layer, rmdir. Anything unusual (a failed look, a failed
 // umount) ends the pass with what it saw.
 void RunQuickPass(Syscalls& sys, const std::string& path, int unmount_flags, QuickPass& pass) {
+  // The parent's mount id, found by the first look and kept for the next
+  // ones (unmounts at the target do not move it).
   std::optional<uint64_t> parent_id;
+  MountChecker checker(&sys);
   for (int layer = 0; layer <= kMaxLayers; ++layer) {
     if (!pass.Enter(QuickPass::kStat)) return;
-    absl::StatusOr<TargetLook> look = LookAtTarget(sys, path, parent_id);
+    absl::StatusOr<MountChecker::Look> look = checker.LookAt(path, &parent_id);
     if (!pass.Alive()) return;
     if (!look.ok()) return pass.Finish({false, {}, look.status(), std::nullopt});
     if (!look->exists) return pass.Finish({true, absl::OkStatus()});

@@ -411,21 +411,6 @@ TEST(CleanupMountPointTest, HungPlainUnmountGoesOnToForceNotAgainToPlain) {
   sys.Release(Op::kUnmount);
 }
 
-// Set while a MarkingIsolation runs work on this thread.
-thread_local bool in_isolation = false;
-
-// Runs the work in place, marking it as isolated.
-class MarkingIsolation : public Isolation {
- public:
-  void Run(const std::function<void()>& fn) override {
-    runs.fetch_add(1);
-    in_isolation = true;
-    fn();
-    in_isolation = false;
-  }
-  std::atomic<int> runs{0};
-};
-
 // Counts the stats of `target` made inside and outside the isolation, and
 // those made (by path or by descriptor) while something is mounted (at the
 // target: the tests mount nowhere else).
@@ -435,7 +420,7 @@ class StatWhere : public SyscallsWrapper {
       : SyscallsWrapper(fake), fake_(fake), target_(std::move(target)) {}
   absl::StatusOr<FileInfo> Stat(const std::string& path) override {
     if (path == target_) {
-      (in_isolation ? inside : outside).fetch_add(1);
+      (InMarkedIsolation() ? inside : outside).fetch_add(1);
       Check();
     }
     return SyscallsWrapper::Stat(path);

@@ -12,6 +12,10 @@
 #define LUSTRE_CSI_PKG_VOLUME_ISOLATION_H_
 
 #include <functional>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
 
 namespace lustre_csi::volume {
 
@@ -29,6 +33,17 @@ class Isolation {
 
 // Runs the work on the calling thread (tests, the fake file system).
 Isolation* OnTheCallingThread();
+
+// What `fn` returns (an absl::Status or StatusOr), run in `where` (null: on
+// the calling thread); UNAVAILABLE when it was not run because the process
+// ends. `fn` must start no thread (base::InIsolatedTask).
+template <typename Fn>
+auto RunIn(Isolation* where, Fn&& fn) -> decltype(fn()) {
+  std::optional<decltype(fn())> out;
+  (where != nullptr ? where : OnTheCallingThread())->Run([&] { out.emplace(fn()); });
+  if (!out.has_value()) return absl::UnavailableError("not run: the driver is exiting");
+  return *std::move(out);
+}
 
 }  // namespace lustre_csi::volume
 

@@ -18,6 +18,10 @@
 // last-resort fallback of IsMountPoint) need the canonical path, without
 // symlinks; the statx paths do not.
 //
+// MountChecker::LookAt tells the same without a stat of a mounted path (so
+// without waiting for a file system that does not answer), with the mount
+// ids of O_PATH descriptors.
+//
 // MountChecker does not own the Syscalls, which must outlive it; it keeps no
 // state and is thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_MOUNT_TABLE_H_
@@ -72,6 +76,25 @@ class MountChecker {
 
   // As above, with `info` the Stat of `path` the caller already has.
   absl::StatusOr<bool> IsMountPoint(const std::string& path, const FileInfo& info);
+
+  // What is at a path, found without asking the file system mounted there
+  // anything (it may not answer; see LookAt).
+  struct Look {
+    bool exists = false;
+    bool mounted = false;  // the root of a mount
+    FileInfo info;         // when it exists and is not mounted
+  };
+
+  // What is at `path`, without a stat of a mount there: `path` opened
+  // O_PATH, the last component not followed (a walk stops at a mount's root
+  // without calling into its file system), and its mount id
+  // (Syscalls::MountIdOf) compared with its parent directory's. Only what is
+  // not a mount point, a name in the parent's file system, is stat'ed, on the
+  // descriptor. Never reads the table; a symlink is never a mount point.
+  // `parent_id`: the parent's mount id, used when set and filled in when not
+  // (a caller that looks again after an unmount at `path` keeps it).
+  absl::StatusOr<Look> LookAt(const std::string& path,
+                              std::optional<uint64_t>* parent_id = nullptr);
 
   // The top-most mount at exactly `path` (lexically cleaned, not resolved),
   // read from the mount table. Works for corrupted mounts too.

@@ -45,10 +45,12 @@ class LocalMode : public internal::MountingMode {
           absl::StrCat("bind mount of ", source.Spec(), " on ", target, ": ",
                        flags.ok() ? "recursive binds are not offered" : flags.status().message()));
     }
-    absl::StatusOr<std::string> fs_root = FsRoot(source);
-    if (!fs_root.ok()) return fs_root.status();
-    absl::Status bound =
-        volume::BindDirBeneath(*sys_, *fs_root, source.sub_dir, target, flags->flags);
+    // The root's file system may not answer: in a task of its own.
+    absl::Status bound = Isolated([&] {
+      absl::StatusOr<std::string> fs_root = FsRoot(source);
+      if (!fs_root.ok()) return fs_root.status();
+      return volume::BindDirBeneath(*sys_, *fs_root, source.sub_dir, target, flags->flags);
+    });
     if (bound.code() == absl::StatusCode::kUnimplemented) {
       return absl::FailedPreconditionError(
           absl::StrCat("bind mount of ", source.Spec(), " on ", target, ": ", bound.message()));

@@ -181,8 +181,10 @@ class LustreMode : public internal::MountingMode {
     std::string what = DescribeRun(*ns_, argv);
 
     // The mount was made there; it is only of use if it shows here too.
-    volume::MountChecker checker(sys_);
-    absl::StatusOr<bool> visible = checker.IsMountPoint(target);
+    // Looked at without asking its file system anything (LookAt).
+    absl::StatusOr<volume::MountChecker::Look> look = volume::MountChecker(sys_).LookAt(target);
+    absl::StatusOr<bool> visible =
+        look.ok() ? absl::StatusOr<bool>(look->mounted) : absl::StatusOr<bool>(look.status());
     if (visible.ok() && *visible) return absl::OkStatus();
     absl::Status undo = ns_->Unmount(target, 0);
     if (!undo.ok()) LOG(ERROR) << "undoing the invisible mount at " << target << ": " << undo;

@@ -16,18 +16,21 @@ namespace lustre_csi::driver {
 
 namespace internal {
 
-absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source) {
+absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source,
+                            volume::Isolation* where) {
   if (source.sub_dir.empty()) return absl::OkStatus();
   return fs.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
-    return volume::MkdirAllBeneath(sys, root, source.sub_dir, kSubDirMode);
+    return volume::RunIn(
+        where, [&] { return volume::MkdirAllBeneath(sys, root, source.sub_dir, kSubDirMode); });
   });
 }
 
 absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& source,
-                                  const absl::Status& status) {
+                                  const absl::Status& status, volume::Isolation* where) {
   absl::Status named =
       fs.WithFileSystemRoot(source, [&](volume::Syscalls& sys, const std::string& root) {
-        return volume::ResolveBeneath(sys, root, source.sub_dir).status();
+        return volume::RunIn(
+            where, [&] { return volume::ResolveBeneath(sys, root, source.sub_dir).status(); });
       });
   if (named.code() == absl::StatusCode::kInvalidArgument) return named;
   return absl::InvalidArgumentError(absl::StrCat(
@@ -46,9 +49,11 @@ absl::Status MountingMode::Publish(const PublishTarget& t) {
               << " not applied";
     return absl::OkStatus();
   }
-  absl::Status status =
-      volume::SetVolumeOwnership(*sys_, t.target, *t.volume_mount_group,
-                                 /*read_only=*/false, volume::FsGroupChangePolicy::kOnRootMismatch);
+  absl::Status status = Isolated([&] {
+    return volume::SetVolumeOwnership(*sys_, t.target, *t.volume_mount_group,
+                                      /*read_only=*/false,
+                                      volume::FsGroupChangePolicy::kOnRootMismatch);
+  });
   if (status.ok()) return status;
   absl::Status undo = volume::UnmountWithEscalation(*sys_, t.target, TargetUnmount(t.target));
   if (!undo.ok()) LOG(ERROR) << "undoing mount at " << t.target << ": " << undo;
@@ -68,11 +73,11 @@ absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
     // Most likely the sub-dir does not exist yet: create it and try again.
     LOG(INFO) << "mounting " << t.source.Spec() << " failed (" << status.message()
               << "); creating sub-dir " << t.source.sub_dir;
-    status = EnsureSubDirIn(*this, t.source);
+    status = EnsureSubDirIn(*this, t.source, target_unmount_.isolation);
     if (status.ok()) status = Mount(t.source, t.target, t.options);
   }
   if (volume::ErrnoOf(status) == ENOTDIR && !t.source.sub_dir.empty()) {
-    return ExplainNotADirectory(*this, t.source, status);
+    return ExplainNotADirectory(*this, t.source, status, target_unmount_.isolation);
   }
   return status;
 }

@@ -5,10 +5,12 @@
 #define LUSTRE_CSI_PKG_DRIVER_MODES_MOUNTING_MODE_H_
 
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "pkg/driver/modes/mode.h"
 #include "pkg/volume/cleanup.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/syscalls.h"
 
@@ -19,15 +21,18 @@ inline constexpr uint32_t kSubDirMode = 0775;
 
 // Creates `source.sub_dir` when missing: nothing for the root; otherwise
 // volume::MkdirAllBeneath inside fs.WithFileSystemRoot (no symlink followed,
-// each level made with mkdirat on the level above as opened).
-absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source);
+// each level made with mkdirat on the level above as opened), run in
+// `where` (volume::RunIn).
+absl::Status EnsureSubDirIn(FileSystemAccess& fs, const LustreSource& source,
+                            volume::Isolation* where);
 
 // Why a mount of `source` that the file system answered ENOTDIR (`status`)
 // failed: a server resolves a sub-dir without following symlinks, so a
 // symlink or a file at one of its components. Looked at through
-// fs.WithFileSystemRoot to name the component; INVALID_ARGUMENT either way.
+// fs.WithFileSystemRoot, in `where`, to name the component; INVALID_ARGUMENT
+// either way.
 absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& source,
-                                  const absl::Status& status);
+                                  const absl::Status& status, volume::Isolation* where);
 
 // How targets that are binds of a mount others use too are unmounted (shared
 // clients, local mode): never MNT_FORCE, which acts on the whole superblock
@@ -53,6 +58,12 @@ inline volume::UnmountOptions BindUnmountOptions(volume::Isolation* isolation) {
 // clients, local), written once over the mode's own steps: Mount, the
 // unmount options of its targets, and Release. Each of these modes is also
 // the controller's way into its file systems (WithFileSystemRoot).
+//
+// What a publish asks of a file system that may not answer (the bind from
+// a client's root, the sub-dir made there, fsGroup's walk of the volume)
+// runs in the isolation of the targets' unmount options (Isolated): where a
+// server stops answering, a task waits in the kernel, not a thread of the
+// driver, which can then still exit.
 class MountingMode : public MountMode, public FileSystemAccess {
  public:
   // `sys` (borrowed) is the driver's view; its Unmount reaches where the
@@ -84,6 +95,13 @@ class MountingMode : public MountMode, public FileSystemAccess {
   // `silent`: the file system does not answer, so nothing of it may be
   // looked at (what goes is detached).
   virtual void Release(const std::string& target, bool silent) {}
+
+  // Runs `fn` (it returns an absl::Status or StatusOr, and starts no thread)
+  // in the mode's isolation: work that touches the mode's file systems.
+  template <typename Fn>
+  auto Isolated(Fn&& fn) -> decltype(fn()) {
+    return volume::RunIn(target_unmount_.isolation, std::forward<Fn>(fn));
+  }
 
   // How `target` is unmounted: the mode's options for its targets, unless
   // the mode knows better of this one.

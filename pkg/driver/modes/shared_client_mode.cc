@@ -146,14 +146,28 @@ class SharedClientMode : public internal::MountingMode {
     return status;
   }
 
+  // What it asks of the client's file system (is its root alive, the bind
+  // from it) runs in a task of its own, one for a client this process knows.
   absl::Status Mount(const LustreSource& source, const std::string& target,
                      const std::vector<std::string>& options) override {
     Client client = ClientFor(source, options);
     absl::MutexLock lock(LockFor(client.name));
     bool fresh = false;
-    absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
-    if (!root.ok()) return root.status();
-    absl::Status status = BindFrom(*root, source, target, BindOptionsOf(options));
+    const std::string dir = ClientDir(client.name);
+    const std::vector<std::string> bind_options = BindOptionsOf(options);
+    bool alive = false;
+    absl::Status status = absl::OkStatus();
+    if (KnownMounted(client.name)) {
+      status = Isolated([&] {
+        alive = ClientAlive(dir);
+        return alive ? BindFrom(dir, source, target, bind_options) : absl::OkStatus();
+      });
+    }
+    if (!alive && status.ok()) {
+      absl::StatusOr<std::string> root = EnsureClient(client, &fresh, /*known_looked_at=*/true);
+      if (!root.ok()) return root.status();
+      status = Isolated([&] { return BindFrom(*root, source, target, bind_options); });
+    }
     if (!status.ok()) {
       if (Users(client.name) == 0) ReleaseIfUnused(client.name, /*silent=*/false);
       return status;
@@ -161,7 +175,7 @@ class SharedClientMode : public internal::MountingMode {
     AddUser(client.name, target);
     if (publishes_ != nullptr) publishes_->Increment({fresh ? "new" : "existing"});
     LOG(INFO) << "bound " << source.Spec() << " at " << target << " from the "
-              << (fresh ? "new" : "existing") << " client " << *root;
+              << (fresh ? "new" : "existing") << " client " << dir;
     return absl::OkStatus();
   }
 
@@ -354,18 +368,27 @@ class SharedClientMode : public internal::MountingMode {
     return users_.count(name) > 0;
   }
 
+  // Whether the client root `dir` is a live mount: a stat of it (it asks the
+  // client's file system; run it isolated), then a mount-point check.
+  bool ClientAlive(const std::string& dir) {
+    absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
+    if (!alive.ok()) return false;
+    absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(dir, *alive);
+    return mounted.ok() && *mounted;
+  }
+
   // The client's root, mounted (by this call when `fresh`). A client this
-  // process knows is checked at its path alone (a mount point, alive); the
-  // mount table is read only for one it does not know. Call with the
-  // client's lock held.
-  absl::StatusOr<std::string> EnsureClient(const Client& client, bool* fresh) {
+  // process knows is checked at its path alone (ClientAlive, isolated),
+  // unless the caller just did (`known_looked_at`); the mount table is read
+  // only for one it does not know, or that is dead. Call with the client's
+  // lock held.
+  absl::StatusOr<std::string> EnsureClient(const Client& client, bool* fresh,
+                                           bool known_looked_at = false) {
     const std::string dir = ClientDir(client.name);
-    if (KnownMounted(client.name)) {
-      absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
-      if (alive.ok()) {
-        absl::StatusOr<bool> mounted = volume::MountChecker(sys_).IsMountPoint(dir, *alive);
-        if (mounted.ok() && *mounted) return dir;
-      }
+    if (!known_looked_at && KnownMounted(client.name)) {
+      absl::StatusOr<bool> alive =
+          Isolated([&]() -> absl::StatusOr<bool> { return ClientAlive(dir); });
+      if (alive.ok() && *alive) return dir;
       // Dead, or unmounted behind this process's back: the table decides.
     }
     if (absl::Status s = volume::MkdirAll(*sys_, options_.client_dir, 0750); !s.ok()) {
@@ -379,7 +402,7 @@ class SharedClientMode : public internal::MountingMode {
       // Only this mode mounts in its directories: a mount there of the
       // file system is the client of this key, whatever form the helper gave
       // the MGS NIDs in the mount table.
-      absl::StatusOr<volume::FileInfo> alive = sys_->Stat(dir);
+      absl::StatusOr<volume::FileInfo> alive = Isolated([&] { return sys_->Stat(dir); });
       std::optional<int> err = volume::ErrnoOf(alive.status());
       bool dead = !alive.ok() && err.has_value() && (*err == ENOTCONN || *err == ESTALE);
       if (alive.ok() && FsPart(MountedSpec(*entry)) == client.root.fs_name) {

@@ -13,6 +13,7 @@
 #include "pkg/driver/modes/lustre_mode.h"
 #include "pkg/driver/node.h"
 #include "pkg/server/metrics.h"
+#include "pkg/volume/syscalls_wrapper.h"
 #include "pkg/volume/testing/fake_mount_namespace.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 
@@ -118,6 +119,99 @@ TEST_F(SharedClientTest, ManyPublishesOfOneFileSystemShareOneClient) {
     }
   }
   EXPECT_THAT(ns_.Unmounts(), SizeIs(20 + 1));
+}
+
+// Records the calls that reach a client's file system (a path under the
+// client directory, named or through a descriptor) outside a
+// MarkingIsolation's work.
+class ClientCallsOutside : public volume::SyscallsWrapper {
+ public:
+  ClientCallsOutside(volume::Syscalls* target, FakeSyscalls* fake)
+      : SyscallsWrapper(target), fake_(fake) {}
+  absl::StatusOr<volume::FileInfo> Stat(const std::string& path) override {
+    Check("stat", path);
+    return SyscallsWrapper::Stat(path);
+  }
+  absl::StatusOr<volume::FsStats> Statfs(const std::string& path) override {
+    Check("statfs", path);
+    return SyscallsWrapper::Statfs(path);
+  }
+  absl::StatusOr<int> OpenAt(int dir_fd, const std::string& path,
+                             const volume::OpenHow& how) override {
+    // An O_PATH open of a client's root itself stops at the mount there
+    // without asking its file system (the look at a fresh mount).
+    const std::string at = At(dir_fd, path);
+    const size_t root_end = std::string(kClients).size() + 1;
+    if (how.access != volume::OpenAccess::kPath || at.find('/', root_end) != std::string::npos) {
+      Check("open", at);
+    }
+    return SyscallsWrapper::OpenAt(dir_fd, path, how);
+  }
+  absl::StatusOr<volume::FileInfo> StatAt(int dir_fd, const std::string& name) override {
+    Check("stat", At(dir_fd, name));
+    return SyscallsWrapper::StatAt(dir_fd, name);
+  }
+  absl::Status MkdirAt(int dir_fd, const std::string& name, uint32_t mode) override {
+    Check("mkdir", At(dir_fd, name));
+    return SyscallsWrapper::MkdirAt(dir_fd, name, mode);
+  }
+  absl::Status BindBeneath(const std::string& root, const std::string& relative,
+                           const std::string& target, unsigned long flags) override {
+    Check("bind", root);
+    return SyscallsWrapper::BindBeneath(root, relative, target, flags);
+  }
+  std::vector<std::string> outside;
+
+ private:
+  std::string At(int dir_fd, const std::string& name) {
+    if (dir_fd == volume::kAtCwd || absl::StartsWith(name, "/")) return name;
+    absl::StatusOr<std::string> dir = fake_->PathOf(dir_fd);
+    return dir.ok() ? absl::StrCat(*dir, "/", name) : name;
+  }
+  void Check(const char* what, const std::string& path) {
+    if (absl::StartsWith(path, std::string(kClients) + "/") && !volume::InMarkedIsolation()) {
+      outside.push_back(absl::StrCat(what, " ", path));
+    }
+  }
+  FakeSyscalls* const fake_;
+};
+
+// What a publish asks of a client's file system (its root alive, the bind
+// from beneath it, a sub-dir made there), and a repeat publish of the
+// mount at its target, runs in the isolation given: where the servers stop
+// answering, a task of its own waits in the kernel, not the driver.
+TEST_F(SharedClientTest, APublishAsksTheClientsFileSystemOnlyInItsIsolation) {
+  volume::MarkingIsolation isolation;
+  ClientCallsOutside calls(view_.get(), &sys_);
+  SharedClientOptions options{kClients};
+  options.isolation = &isolation;
+  LustreModeOptions lustre;
+  lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
+  lustre.isolation = &isolation;
+  mode_ = NewSharedClientMode(&calls, NewLustreMode(&calls, &ns_, lustre), options, nullptr);
+  NodeOptions node;
+  node.isolation = &isolation;
+  logic_ = std::make_unique<NodeLogic>(node, &calls, mode_.get());
+
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "team/x")).ok()) << "a new client, a new sub-dir";
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b", "team/y")).ok()) << "a known client";
+  sys_.ResetCalls();
+  const int runs = isolation.runs();
+  ASSERT_TRUE(logic_->Publish(Request("/pods/b", "team/y")).ok()) << "a repeat";
+  EXPECT_EQ(isolation.runs(), runs + 1) << "one task for a repeat";
+  EXPECT_GE(sys_.CallCount(volume::SyscallOp::kStat), 1);
+  EXPECT_EQ(sys_.IsolatedCallCount(volume::SyscallOp::kStat),
+            sys_.CallCount(volume::SyscallOp::kStat))
+      << "a stat of the mounted target outside the isolation";
+  ASSERT_TRUE(logic_->Publish(Request("/pods/c", "team/x")).ok());
+  EXPECT_EQ(isolation.runs(), runs + 2) << "one task for a publish from a known client";
+  EXPECT_THAT(calls.outside, ::testing::IsEmpty());
+  EXPECT_GE(sys_.IsolatedCallCount(volume::SyscallOp::kMount), 1) << "the bind";
+  EXPECT_EQ(sys_.IsolatedCallCount(volume::SyscallOp::kMount),
+            sys_.CallCount(volume::SyscallOp::kMount));
+  for (const char* t : {"/pods/a", "/pods/b", "/pods/c"}) {
+    EXPECT_TRUE(logic_->Unpublish("v", t).ok());
+  }
 }
 
 // On a node with many mounts a read of the whole mount table costs

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <set>
 
 #include "absl/synchronization/mutex.h"
+#include "pkg/base/worker_pool.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -25,12 +27,10 @@ constexpr size_t kGuardBytes = 4096;
 
 // Set for good once the process ends: work not started yet never starts.
 std::atomic<bool> abandoned{false};
-// Set on the calling thread's storage while its task runs (the task shares
-// it): work inside a task runs on, never in a task of its own.
-thread_local bool in_task = false;
 
 struct Job {
   const std::function<void()>* fn;
+  pid_t parent;  // the process the task belongs to
 };
 
 // The stack of the calling thread's tasks, unmapped when the thread ends (it
@@ -43,16 +43,22 @@ struct TaskStack {
 };
 
 int TaskMain(void* arg) {
-  if (abandoned.load()) return 0;  // the process ends: none of the work
-  (*static_cast<Job*>(arg)->fn)();
+  const Job& job = *static_cast<Job*>(arg);
+  // A process killed takes its tasks with it, as it would its threads: the
+  // task gets SIGKILL when the thread that waits for it dies (at once, or
+  // as soon as a wait in the kernel lets it go).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != job.parent) return 0;  // it died before that
+  if (abandoned.load()) return 0;         // the process ends: none of the work
+  (*job.fn)();
   return 0;  // the clone(2) wrapper ends this task only (SYS_exit)
 }
 
 class Tasks : public Isolation {
  public:
   void Run(const std::function<void()>& fn) override {
-    if (abandoned.load()) return;  // the process ends
-    if (in_task) return fn();      // already in a task of its own
+    if (abandoned.load()) return;             // the process ends
+    if (base::InIsolatedTask()) return fn();  // already in a task of its own
     // One stack per calling thread: a thread runs one task at a time, and a
     // task that never ends keeps its thread waiting too.
     thread_local TaskStack stack;
@@ -67,7 +73,7 @@ class Tasks : public Isolation {
       }
       stack.base = mapped;
     }
-    Job job{&fn};
+    Job job{&fn, getpid()};
     // The kernel writes the task's id here before the task runs (the caller
     // is suspended until it ends, so AbandonAll reads it from the set).
     auto tid = std::make_unique<std::atomic<pid_t>>(0);
@@ -83,9 +89,9 @@ class Tasks : public Isolation {
     // signals nothing (waitpid with __WALL reaps it): a SIGCHLD to the
     // process per task cost a third of the task's price. The task sees this
     // thread's storage: work it runs that would isolate itself again runs on
-    // in place (set and cleared here, so a task killed midway leaves it
-    // right).
-    in_task = true;
+    // in place, and it starts no thread (base::InIsolatedTask; set and
+    // cleared here, so a task killed midway leaves it right).
+    base::SetInIsolatedTask(true);
     pid_t pid =
         clone(&TaskMain, top, CLONE_VM | CLONE_FILES | CLONE_FS | CLONE_VFORK | CLONE_PARENT_SETTID,
               &job, reinterpret_cast<pid_t*>(slot));
@@ -94,9 +100,21 @@ class Tasks : public Isolation {
       absl::MutexLock lock(&mu_);
       running_.erase(slot);
     }
-    in_task = false;
+    base::SetInIsolatedTask(false);
     if (pid < 0) return Inline(fn, "clone", err);
-    while (waitpid(pid, nullptr, __WALL) < 0 && errno == EINTR) {
+    int status = 0;
+    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status) && !abandoned.load()) {
+      // Killed from outside midway: what its work did is not known, as of
+      // a thread killed, and a signal that kills a thread kills its
+      // process. So does this one: a restarted driver converges from what
+      // the system shows.
+      LOG(ERROR) << "a task of the driver was killed by signal " << WTERMSIG(status)
+                 << " in the middle of its work; the driver ends as a thread's death would end it";
+      google::FlushLogFiles(google::GLOG_INFO);
+      kill(getpid(), WTERMSIG(status));
+      kill(getpid(), SIGKILL);  // a signal this process ignores or handles
     }
   }
 

@@ -11,6 +11,12 @@
 // run from inside a task runs on in that task. Once AbandonAll ran, no work
 // starts any more. Where clone(2) fails, the work runs on the calling thread
 // (logged once).
+//
+// A task lives and dies with its process as a thread does: it gets SIGKILL
+// when the thread waiting for it dies (PR_SET_PDEATHSIG; a killed process
+// takes its tasks with it as soon as the kernel lets them go), and a task
+// killed by a signal from outside, not by AbandonAll, takes its process with
+// it (the state its work left is not known; a restart converges).
 #ifndef LUSTRE_CSI_PKG_VOLUME_LINUX_ISOLATED_TASK_H_
 #define LUSTRE_CSI_PKG_VOLUME_LINUX_ISOLATED_TASK_H_
 

@@ -5,17 +5,22 @@
 
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "pkg/base/worker_pool.h"
 
 namespace lustre_csi::volume {
 namespace {
@@ -76,6 +81,78 @@ TEST(IsolatedTaskTest, NestedWorkAndDescriptorsAreSharedAsByAThread) {
   char c;
   EXPECT_EQ(read(fds[0], &c, 1), 0) << "the write end is still open somewhere";
   close(fds[0]);
+}
+
+// A thread started from inside a task would belong to the task, which could
+// then not be reaped before that thread ended: none starts there (EPERM),
+// and the calling thread may start threads again once the task is over.
+TEST(IsolatedTaskTest, NoThreadStartsInsideATask) {
+  auto main = +[](void* arg) -> void* {
+    static_cast<std::atomic<bool>*>(arg)->store(true);
+    return nullptr;
+  };
+  std::atomic<bool> ran{false};
+  int inside = -1;
+  bool marked = false;
+  IsolatedTasks()->Run([&] {
+    marked = base::InIsolatedTask();
+    inside = base::WorkerPool::StartDetachedThread(main, &ran, 64 * 1024);
+  });
+  EXPECT_TRUE(marked);
+  EXPECT_EQ(inside, EPERM);
+  EXPECT_FALSE(base::InIsolatedTask());
+  ASSERT_EQ(base::WorkerPool::StartDetachedThread(main, &ran, 64 * 1024), 0);
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!ran.load() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(ran.load());
+}
+
+// A task lives and dies with its process as a thread does: a task killed
+// from outside takes the process with it (a child process here, so the
+// test's own goes on), and a process killed takes its waiting task with it.
+TEST(IsolatedTaskTest, ATaskAndItsProcessDieTogether) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    IsolatedTasks()->Run([] { kill(getpid(), SIGKILL); });  // the task's own pid
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the process went on after its task was killed";
+  if (WIFSIGNALED(status)) EXPECT_EQ(WTERMSIG(status), SIGKILL);
+
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    IsolatedTasks()->Run([&] {
+      pid_t task = getpid();
+      (void)!write(fds[1], &task, sizeof(task));
+      pause();  // until killed
+    });
+    _exit(0);
+  }
+  close(fds[1]);
+  pid_t task = 0;
+  ASSERT_EQ(read(fds[0], &task, sizeof(task)), static_cast<ssize_t>(sizeof(task)));
+  close(fds[0]);
+  ASSERT_NE(task, child);
+  kill(child, SIGKILL);
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  // The task, reparented, dies and is reaped (or shows as a zombie).
+  auto gone = [task] {
+    std::string stat;
+    std::ifstream in(absl::StrCat("/proc/", task, "/stat"));
+    if (!std::getline(in, stat)) return true;
+    size_t close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() &&
+           (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
+  };
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!gone() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_TRUE(gone()) << "task " << task << " outlived its process";
 }
 
 // A task that would wait for ever is killed by AbandonAll, before it runs

@@ -8,7 +8,19 @@ namespace {
 
 int Index(SyscallOp op) { return static_cast<int>(op); }
 
+thread_local bool in_marked_isolation = false;
+
 }  // namespace
+
+void MarkingIsolation::Run(const std::function<void()>& fn) {
+  runs_.fetch_add(1);
+  bool outer = in_marked_isolation;
+  in_marked_isolation = true;
+  fn();
+  in_marked_isolation = outer;
+}
+
+bool InMarkedIsolation() { return in_marked_isolation; }
 
 FaultInjector::Call::~Call() {
   if (injector_ != nullptr) injector_->Leave();
@@ -18,6 +30,7 @@ FaultInjector::Call FaultInjector::Enter(Op op, absl::string_view what) {
   absl::MutexLock lock(&mu_);
   int i = Index(op);
   ++calls_[i];
+  if (in_marked_isolation) ++isolated_calls_[i];
   ++in_flight_;
   if (fail_times_[i] > 0) {
     --fail_times_[i];
@@ -86,6 +99,11 @@ int FaultInjector::CallCount(Op op) const {
   return calls_[Index(op)];
 }
 
+int FaultInjector::IsolatedCallCount(Op op) const {
+  absl::MutexLock lock(&mu_);
+  return isolated_calls_[Index(op)];
+}
+
 int FaultInjector::HungCount(Op op) const {
   absl::MutexLock lock(&mu_);
   return waiting_[Index(op)];
@@ -108,6 +126,7 @@ bool FaultInjector::AwaitHung(Op op, int n, absl::Duration timeout) const {
 void FaultInjector::ResetCalls() {
   absl::MutexLock lock(&mu_);
   calls_ = {};
+  isolated_calls_ = {};
 }
 
 }  // namespace lustre_csi::volume

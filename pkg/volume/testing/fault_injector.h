@@ -16,15 +16,33 @@
 #define LUSTRE_CSI_PKG_VOLUME_TESTING_FAULT_INJECTOR_H_
 
 #include <array>
+#include <atomic>
+#include <functional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "pkg/volume/isolation.h"
 #include "pkg/volume/syscalls.h"
 
 namespace lustre_csi::volume {
+
+// An Isolation for tests: runs the work in place, on the calling thread,
+// marked as isolated meanwhile (InMarkedIsolation; FaultInjector counts the
+// calls made there), and counts its runs.
+class MarkingIsolation : public Isolation {
+ public:
+  void Run(const std::function<void()>& fn) override;
+  int runs() const { return runs_.load(); }
+
+ private:
+  std::atomic<int> runs_{0};
+};
+
+// Whether the calling thread runs a MarkingIsolation's work now.
+bool InMarkedIsolation();
 
 class FaultInjector {
  public:
@@ -40,6 +58,8 @@ class FaultInjector {
   // Lets every blocked call of `op` go on and stops Hang(op).
   void Release(Op op);
   int CallCount(Op op) const;
+  // Of those, the calls made inside a MarkingIsolation's work.
+  int IsolatedCallCount(Op op) const;
   // Calls of `op` blocked by Hang right now, and a bounded wait (real time,
   // a guard for hung tests) for `n` of them.
   int HungCount(Op op) const;
@@ -78,6 +98,7 @@ class FaultInjector {
 
   mutable absl::Mutex mu_;
   std::array<int, kNumSyscallOps> calls_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<int, kNumSyscallOps> isolated_calls_ ABSL_GUARDED_BY(mu_) = {};
   std::array<int, kNumSyscallOps> fail_errno_ ABSL_GUARDED_BY(mu_) = {};
   std::array<int, kNumSyscallOps> fail_times_ ABSL_GUARDED_BY(mu_) = {};
   std::array<bool, kNumSyscallOps> hung_ ABSL_GUARDED_BY(mu_) = {};
