@@ -382,6 +382,7 @@ TEST_P(DeadServerE2eTest, UnpublishOfAFrozenTargetIsBounded) {
 // system publishes and unpublishes as usual, SIGTERM ends the node, and once
 // the server answers nothing stays at the target.
 TEST_P(DeadServerE2eTest, APublishOnAFrozenFileSystemIsBoundedAndItsTargetUnpublishable) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
   Freeze();
   const std::string target = tmp_.Join("pods/new");
   absl::Time start = absl::Now();
@@ -397,6 +398,25 @@ TEST_P(DeadServerE2eTest, APublishOnAFrozenFileSystemIsBoundedAndItsTargetUnpubl
   EXPECT_EQ(ThreadsOnFuse(node_->pid()), 0) << "a thread of the node waits in the file system";
   if (GetParam() != "per-volume") {
     EXPECT_EQ(ChildrenOnFuse(node_->pid()).size(), 1u) << "the publish's task";
+  }
+  // Another target of the same file system (in the default mode, of the
+  // same client, whose lock the stuck publish holds) unpublishes at once.
+  start = absl::Now();
+  absl::Status other = Unpublish(tmp_.Join("pods/a"));
+  EXPECT_TRUE(other.ok()) << other;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(MountsAt(tmp_.Join("pods/a")).empty());
+  if (GetParam() == "shared") {
+    // Once the stuck call has waited past 10 s, a publish of another target
+    // of that client answers at once instead of waiting behind it.
+    absl::SleepFor(absl::Seconds(11) - (absl::Now() - start) - took);
+    const int before = Threads(node_->pid());
+    start = absl::Now();
+    grpc::Status behind = Publish("lustrefs", tmp_.Join("pods/c"));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+    EXPECT_EQ(behind.error_code(), grpc::UNAVAILABLE) << behind.error_message();
+    EXPECT_THAT(behind.error_message(), HasSubstr("has not answered a call since"));
+    EXPECT_LE(Threads(node_->pid()), before + 1);
   }
   const int threads = Threads(node_->pid());
   for (int i = 0; i < 2; ++i) {

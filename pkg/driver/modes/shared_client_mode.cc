@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -137,7 +138,9 @@ class SharedClientMode : public internal::MountingMode {
 
   absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
     Client client = ClientFor(source, {});
-    absl::MutexLock lock(LockFor(client.name));
+    absl::Status busy = LockClient(client.name);
+    if (!busy.ok()) return busy;
+    absl::Cleanup unlock = [&] { UnlockClient(client.name); };
     bool fresh = false;
     absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
     if (!root.ok()) return root.status();
@@ -151,14 +154,16 @@ class SharedClientMode : public internal::MountingMode {
   absl::Status Mount(const LustreSource& source, const std::string& target,
                      const std::vector<std::string>& options) override {
     Client client = ClientFor(source, options);
-    absl::MutexLock lock(LockFor(client.name));
+    absl::Status busy = LockClient(client.name);
+    if (!busy.ok()) return busy;
+    absl::Cleanup unlock = [&] { UnlockClient(client.name); };
     bool fresh = false;
     const std::string dir = ClientDir(client.name);
     const std::vector<std::string> bind_options = BindOptionsOf(options);
     bool alive = false;
     absl::Status status = absl::OkStatus();
     if (KnownMounted(client.name)) {
-      status = Isolated([&] {
+      status = InClientsFileSystem(client.name, [&] {
         alive = ClientAlive(dir);
         return alive ? BindFrom(dir, source, target, bind_options) : absl::OkStatus();
       });
@@ -166,7 +171,8 @@ class SharedClientMode : public internal::MountingMode {
     if (!alive && status.ok()) {
       absl::StatusOr<std::string> root = EnsureClient(client, &fresh, /*known_looked_at=*/true);
       if (!root.ok()) return root.status();
-      status = Isolated([&] { return BindFrom(*root, source, target, bind_options); });
+      status = InClientsFileSystem(client.name,
+                                   [&] { return BindFrom(*root, source, target, bind_options); });
     }
     if (!status.ok()) {
       if (Users(client.name) == 0) ReleaseIfUnused(client.name, /*silent=*/false);
@@ -225,8 +231,7 @@ class SharedClientMode : public internal::MountingMode {
       }
     }
     for (const std::string& name : names) {
-      absl::MutexLock lock(LockFor(name));
-      if (RemoveUser(name, target) == 0) ReleaseIfUnused(name, silent);
+      if (RemoveUser(name, target) == 0) ReleaseWhenFree(name, silent);
     }
   }
 
@@ -313,6 +318,87 @@ class SharedClientMode : public internal::MountingMode {
       absl::MutexLock lock(LockFor(name));
       ReleaseIfUnused(name, /*silent=*/false);
     }
+  }
+
+  // Takes the client's lock, which a publish holds while it mounts or binds
+  // from the client (and the controller while it works in the client's
+  // root). Where the holder has waited on the client's file system for
+  // longer than `stalled_after` (its servers do not answer), UNAVAILABLE at
+  // once instead: one call waits there, not one more per call.
+  absl::Status LockClient(const std::string& name) {
+    if (std::optional<absl::Time> since = InFileSystemSince(name);
+        since.has_value() && absl::Now() - *since > options_.stalled_after) {
+      return absl::UnavailableError(
+          absl::StrCat("the Lustre client ", ClientDir(name), " has not answered a call since ",
+                       absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", *since, absl::UTCTimeZone()),
+                       "; not waiting for it (retry later)"));
+    }
+    LockFor(name)->Lock();
+    return absl::OkStatus();
+  }
+  // Lets go of the client's lock; a release of the client asked for while
+  // it was held (ReleaseWhenFree) is made now.
+  void UnlockClient(const std::string& name) {
+    LockFor(name)->Unlock();
+    ReleaseIfAsked(name);
+  }
+
+  // Releases the client `name`, which no target uses any more, once its lock
+  // is free: now, or by the call that holds it when it lets go (the
+  // unpublish of another target never waits for a publish stuck there).
+  void ReleaseWhenFree(const std::string& name, bool silent) {
+    {
+      absl::MutexLock lock(&users_mu_);
+      bool& asked_silent = release_asked_[name];
+      asked_silent = asked_silent || silent;  // nothing of it may be looked at
+    }
+    ReleaseIfAsked(name);
+  }
+  void ReleaseIfAsked(const std::string& name) {
+    while (true) {
+      std::optional<bool> silent;
+      {
+        absl::MutexLock lock(&users_mu_);
+        auto it = release_asked_.find(name);
+        if (it == release_asked_.end()) return;
+        silent = it->second;
+      }
+      absl::Mutex* mu = LockFor(name);
+      if (!mu->TryLock()) return;  // its holder does it when it lets go
+      bool asked = false;
+      {
+        absl::MutexLock lock(&users_mu_);
+        auto it = release_asked_.find(name);
+        if (it != release_asked_.end()) {
+          asked = true;
+          silent = silent.value_or(false) || it->second;
+          release_asked_.erase(it);
+        }
+      }
+      if (asked && Users(name) == 0) ReleaseIfUnused(name, *silent);
+      mu->Unlock();
+      // Asked again while this held the lock? Then the loop takes it.
+    }
+  }
+
+  // Runs `fn` (isolated: it asks the client's file system) and notes since
+  // when a call waits there (LockClient).
+  template <typename Fn>
+  auto InClientsFileSystem(const std::string& name, Fn&& fn) -> decltype(fn()) {
+    {
+      absl::MutexLock lock(&users_mu_);
+      in_fs_since_[name] = absl::Now();
+    }
+    auto out = Isolated(std::forward<Fn>(fn));
+    absl::MutexLock lock(&users_mu_);
+    in_fs_since_.erase(name);
+    return out;
+  }
+  std::optional<absl::Time> InFileSystemSince(const std::string& name) {
+    absl::MutexLock lock(&users_mu_);
+    auto it = in_fs_since_.find(name);
+    if (it == in_fs_since_.end()) return std::nullopt;
+    return it->second;
   }
 
   absl::Mutex* LockFor(const std::string& name) {
@@ -402,7 +488,8 @@ class SharedClientMode : public internal::MountingMode {
       // Only this mode mounts in its directories: a mount there of the
       // file system is the client of this key, whatever form the helper gave
       // the MGS NIDs in the mount table.
-      absl::StatusOr<volume::FileInfo> alive = Isolated([&] { return sys_->Stat(dir); });
+      absl::StatusOr<volume::FileInfo> alive =
+          InClientsFileSystem(client.name, [&] { return sys_->Stat(dir); });
       std::optional<int> err = volume::ErrnoOf(alive.status());
       bool dead = !alive.ok() && err.has_value() && (*err == ENOTCONN || *err == ESTALE);
       if (alive.ok() && FsPart(MountedSpec(*entry)) == client.root.fs_name) {
@@ -526,6 +613,12 @@ class SharedClientMode : public internal::MountingMode {
   // place. One stays until a publish binds its target anew (an unmount that
   // failed may be retried); only dead clients add to it.
   std::set<std::string> orphans_ ABSL_GUARDED_BY(users_mu_);
+  // Clients whose release waits for their lock (ReleaseWhenFree), and
+  // whether silently (nothing of the client may be looked at).
+  std::map<std::string, bool> release_asked_ ABSL_GUARDED_BY(users_mu_);
+  // Since when a call of each client waits on its file system
+  // (InClientsFileSystem).
+  std::map<std::string, absl::Time> in_fs_since_ ABSL_GUARDED_BY(users_mu_);
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <sys/mount.h>
 
+#include <thread>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -212,6 +214,48 @@ TEST_F(SharedClientTest, APublishAsksTheClientsFileSystemOnlyInItsIsolation) {
   for (const char* t : {"/pods/a", "/pods/b", "/pods/c"}) {
     EXPECT_TRUE(logic_->Unpublish("v", t).ok());
   }
+}
+
+// A publish stuck in its client's file system (a bind that does not
+// return) holds that client's lock, and holds up nothing else of the
+// client: the unpublish of another of its targets answers at once (the
+// client's release is left to the stuck call), a publish of another target
+// answers UNAVAILABLE at once once the stuck one has waited past
+// `stalled_after`, and when the stuck publish returns the client serves
+// again, and goes with its last target.
+TEST_F(SharedClientTest, AStuckPublishHoldsUpNoOtherTargetOfItsClient) {
+  SharedClientOptions options{kClients};
+  options.stalled_after = absl::Milliseconds(50);
+  LustreModeOptions lustre;
+  lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
+  mode_ =
+      NewSharedClientMode(view_.get(), NewLustreMode(view_.get(), &ns_, lustre), options, nullptr);
+  logic_ = std::make_unique<NodeLogic>(NodeOptions{}, view_.get(), mode_.get());
+  ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
+
+  sys_.HangNext(volume::SyscallOp::kMount);
+  absl::Status stuck_result = absl::UnknownError("not returned");
+  std::thread stuck([&] { stuck_result = logic_->Publish(Request("/pods/b", "y")); });
+  ASSERT_TRUE(sys_.AwaitHung(volume::SyscallOp::kMount, 1, absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(100));  // past stalled_after
+
+  absl::Time start = absl::Now();
+  EXPECT_TRUE(logic_->Unpublish("v", "/pods/a").ok());
+  absl::Status other = logic_->Publish(Request("/pods/c", "z"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "waited behind the stuck publish";
+  EXPECT_EQ(other.code(), absl::StatusCode::kUnavailable) << other;
+  EXPECT_THAT(other.message(), HasSubstr("has not answered a call since"));
+  EXPECT_FALSE(sys_.Exists("/pods/c")) << "the target it made stays";
+  EXPECT_EQ(ClientMounts(), 1) << "released while a publish binds from it";
+
+  sys_.Release(volume::SyscallOp::kMount);
+  stuck.join();
+  EXPECT_TRUE(stuck_result.ok()) << stuck_result;
+  EXPECT_EQ(ClientMounts(), 1);
+  EXPECT_TRUE(logic_->Publish(Request("/pods/c", "z")).ok()) << "the client serves again";
+  EXPECT_TRUE(logic_->Unpublish("v", "/pods/b").ok());
+  EXPECT_TRUE(logic_->Unpublish("v", "/pods/c").ok());
+  EXPECT_EQ(ClientMounts(), 0) << "the client goes with its last target";
 }
 
 // On a node with many mounts a read of the whole mount table costs
