@@ -141,7 +141,7 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
       }
       if (!done) {
         // The process dies only once strace lets go of the held thread.
-        node_->Signal(SIGKILL);
+        KillWithTasks(node_->pid());
         strace.Kill();
       }
     }
@@ -495,7 +495,7 @@ TEST_F(ManagerCrashTest, PluginKilledDuringPublishThenBack) {
     ASSERT_TRUE(strace.WaitAttached(absl::Seconds(20)).ok());
     std::thread call([&] { status = Mount("alloc-a"); });
     EXPECT_TRUE(strace.WaitForLog("mount(", absl::Seconds(30))) << strace.Log();
-    node_->Signal(SIGKILL);
+    KillWithTasks(node_->pid());
     strace.Kill();
     call.join();
   }

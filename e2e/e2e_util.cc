@@ -16,11 +16,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "pkg/volume/linux/linux_syscalls.h"
@@ -284,8 +287,10 @@ std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
 
 namespace {
 
-std::vector<std::string> StraceArgv(pid_t pid, std::vector<std::string> args) {
+std::vector<std::string> StraceArgv(pid_t pid, const std::vector<pid_t>& tasks,
+                                    std::vector<std::string> args) {
   std::vector<std::string> argv = {"/usr/bin/strace", "-f", "-p", absl::StrCat(pid)};
+  for (pid_t task : tasks) argv.insert(argv.end(), {"-p", absl::StrCat(task)});
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
@@ -299,8 +304,37 @@ std::string EmptyLog(const std::string& path) {
 
 }  // namespace
 
+std::vector<pid_t> DriverTasksOf(pid_t pid) {
+  std::vector<pid_t> out;
+  char exe[PATH_MAX];
+  ssize_t n = readlink(absl::StrCat("/proc/", pid, "/exe").c_str(), exe, sizeof(exe));
+  if (n <= 0) return out;
+  const std::string own(exe, static_cast<size_t>(n));
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    int child = 0;
+    if (!absl::SimpleAtoi(proc.path().filename().string(), &child)) continue;
+    std::string stat = ReadFile(proc.path().string() + "/stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+    int ppid = 0;
+    if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &ppid) || ppid != pid) continue;
+    n = readlink((proc.path().string() + "/exe").c_str(), exe, sizeof(exe));
+    if (n > 0 && std::string(exe, static_cast<size_t>(n)) == own) out.push_back(child);
+  }
+  return out;
+}
+
+void KillWithTasks(pid_t pid) {
+  for (pid_t task : DriverTasksOf(pid)) kill(task, SIGKILL);
+  kill(pid, SIGKILL);
+}
+
 Strace::Strace(pid_t pid, std::vector<std::string> args, std::string log_path)
-    : log_path_(EmptyLog(log_path)), process_(StraceArgv(pid, std::move(args)), log_path_) {}
+    : log_path_(EmptyLog(log_path)),
+      tasks_(DriverTasksOf(pid)),
+      process_(StraceArgv(pid, tasks_, std::move(args)), log_path_) {}
 
 Strace::~Strace() {
   if (process_.running()) {
@@ -310,7 +344,14 @@ Strace::~Strace() {
 }
 
 absl::Status Strace::WaitAttached(absl::Duration timeout) {
-  if (WaitForLog(" attached", timeout)) return absl::OkStatus();
+  absl::Time deadline = absl::Now() + timeout;
+  for (pid_t task : tasks_) {
+    if (!WaitForLog(absl::StrCat("Process ", task, " attached"), deadline - absl::Now())) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("strace did not attach task ", task, ": ", Log()));
+    }
+  }
+  if (WaitForLog(" attached", deadline - absl::Now())) return absl::OkStatus();
   return absl::DeadlineExceededError(absl::StrCat("strace did not attach: ", Log()));
 }
 

@@ -141,8 +141,21 @@ std::vector<pid_t> ChildProcesses();
 // TempDir path that every child of a test is given).
 std::vector<pid_t> ProcessesMentioning(const std::string& needle);
 
+// The process `pid`'s children that run its own program: the tasks the
+// driver makes (volume::IsolatedTasks) to wait on file systems, which share
+// its memory and die with it.
+std::vector<pid_t> DriverTasksOf(pid_t pid);
+
+// SIGKILL to the process `pid` and its tasks at once, as the container
+// runtime kills a container's every process: a task held by strace at a
+// system call then dies there, as the process's threads do, instead of
+// finishing it once its thread's death reaches it.
+void KillWithTasks(pid_t pid);
+
 // strace attached to a running process and all its threads and children
-// (`strace -f -p <pid> <args>`), with its messages and trace in `log_path`.
+// (`strace -f -p <pid> <args>`), and the tasks it made before (children
+// running its own program: the driver's isolated tasks), with its messages
+// and trace in `log_path`.
 // Used to inject faults at an exact system call, e.g.
 //   {"-e", "trace=mount", "-e", "inject=mount:signal=SIGKILL:when=2"}.
 // The destructor detaches (SIGINT), which lets the tracee run on.
@@ -153,7 +166,8 @@ class Strace {
   Strace(const Strace&) = delete;
   Strace& operator=(const Strace&) = delete;
 
-  // Waits until every thread of the process is attached (strace said so).
+  // Waits until every thread of the process, and each of its tasks, is
+  // attached (strace said so).
   absl::Status WaitAttached(absl::Duration timeout);
   // Waits until the log contains `text`; false on timeout or when strace
   // ended without writing it.
@@ -171,6 +185,7 @@ class Strace {
 
  private:
   std::string log_path_;
+  std::vector<pid_t> tasks_;  // attached to by pid
   Subprocess process_;
 };
 

@@ -1,17 +1,19 @@
 #include "pkg/volume/linux/isolated_task.h"
 
 #include <glog/logging.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <memory>
 #include <set>
 
 #include "absl/synchronization/mutex.h"
@@ -20,38 +22,89 @@
 namespace lustre_csi::volume {
 namespace {
 
-// The work's own stack, above a guard page; the calling thread is suspended
-// meanwhile.
+// The task's own stack, above a guard page.
 constexpr size_t kStackBytes = 512 * 1024;
 constexpr size_t kGuardBytes = 4096;
 
 // Set for good once the process ends: work not started yet never starts.
 std::atomic<bool> abandoned{false};
 
-struct Job {
-  const std::function<void()>* fn;
-  pid_t parent;  // the process the task belongs to
+// A system call that writes no errno. The task and the thread it works for
+// share one thread-local storage (errno, the allocator's caches) and take
+// turns using it; what each runs while the other does must leave it alone.
+long RawSyscall(long n, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0, long a5 = 0,
+                long a6 = 0) {
+#if defined(__x86_64__)
+  long ret;
+  register long r10 asm("r10") = a4;
+  register long r8 asm("r8") = a5;
+  register long r9 asm("r9") = a6;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 asm("x8") = n;
+  register long x0 asm("x0") = a1;
+  register long x1 asm("x1") = a2;
+  register long x2 asm("x2") = a3;
+  register long x3 asm("x3") = a4;
+  register long x4 asm("x4") = a5;
+  register long x5 asm("x5") = a6;
+  asm volatile("svc 0"
+               : "+r"(x0)
+               : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+               : "memory");
+  return x0;
+#else
+#error "raw system calls are written for x86_64 and aarch64 only"
+#endif
+}
+
+// The turns of a task and its thread, in one futex word. The kernel writes
+// kGone there when the task ends (CLONE_CHILD_CLEARTID) and wakes the
+// thread, so a thread waiting for work that will never be done learns it.
+enum : uint32_t { kGone = 0, kIdle = 1, kPosted = 2, kDone = 3, kQuit = 4 };
+
+void Wait(std::atomic<uint32_t>* word, uint32_t while_is) {
+  RawSyscall(SYS_futex, reinterpret_cast<long>(word), FUTEX_WAIT, while_is, 0, 0, 0);
+}
+void Wake(std::atomic<uint32_t>* word) {
+  RawSyscall(SYS_futex, reinterpret_cast<long>(word), FUTEX_WAKE, 1, 0, 0, 0);
+}
+
+// A task that runs the work of one thread, one piece at a time, for the
+// thread's lifetime. Made at the thread's first work; ended with the thread
+// (the thread-local destructor), or killed with the process.
+struct Resident {
+  std::atomic<uint32_t> turn{kGone};
+  const std::function<void()>* work = nullptr;
+  pid_t parent = 0;           // the process
+  std::atomic<pid_t> pid{0};  // the task's (CLONE_PARENT_SETTID)
+  void* stack = nullptr;      // the guard page, then the stack
+  ~Resident();
 };
 
-// The stack of the calling thread's tasks, unmapped when the thread ends (it
-// cannot end while a task of its runs: it waits for it).
-struct TaskStack {
-  void* base = nullptr;  // the guard page, then the stack
-  ~TaskStack() {
-    if (base != nullptr) munmap(base, kGuardBytes + kStackBytes);
-  }
-};
-
-int TaskMain(void* arg) {
-  const Job& job = *static_cast<Job*>(arg);
+// The task's life: it touches the shared thread-local storage only while
+// the thread waits for its work (between kPosted and kDone).
+int ResidentMain(void* arg) {
+  Resident& r = *static_cast<Resident*>(arg);
   // A process killed takes its tasks with it, as it would its threads: the
-  // task gets SIGKILL when the thread that waits for it dies (at once, or
-  // as soon as a wait in the kernel lets it go).
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != job.parent) return 0;  // it died before that
-  if (abandoned.load()) return 0;         // the process ends: none of the work
-  (*job.fn)();
-  return 0;  // the clone(2) wrapper ends this task only (SYS_exit)
+  // task gets SIGKILL when its thread dies.
+  RawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (RawSyscall(SYS_getppid) != r.parent) return 0;  // it died before that
+  while (true) {
+    uint32_t turn = r.turn.load(std::memory_order_acquire);
+    if (turn == kQuit) return 0;
+    if (turn != kPosted) {
+      Wait(&r.turn, turn);
+      continue;
+    }
+    if (!abandoned.load()) (*r.work)();
+    r.turn.store(kDone, std::memory_order_release);
+    Wake(&r.turn);
+  }
 }
 
 class Tasks : public Isolation {
@@ -59,75 +112,112 @@ class Tasks : public Isolation {
   void Run(const std::function<void()>& fn) override {
     if (abandoned.load()) return;             // the process ends
     if (base::InIsolatedTask()) return fn();  // already in a task of its own
-    // One stack per calling thread: a thread runs one task at a time, and a
-    // task that never ends keeps its thread waiting too.
-    thread_local TaskStack stack;
-    if (stack.base == nullptr) {
-      void* mapped = mmap(nullptr, kGuardBytes + kStackBytes, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-      if (mapped == MAP_FAILED) return Inline(fn, "mmap", errno);
-      if (mprotect(mapped, kGuardBytes, PROT_NONE) != 0) {
-        int err = errno;
-        munmap(mapped, kGuardBytes + kStackBytes);
-        return Inline(fn, "mprotect", err);
+    thread_local Resident resident;
+    if (resident.turn.load() != kGone && resident.parent != getpid()) {
+      // A child of fork(2): the task belongs to the parent.
+      resident.turn.store(kGone);
+      resident.pid.store(0);
+    }
+    if (resident.turn.load() == kGone) {
+      if (const char* failed = Start(resident); failed != nullptr) {
+        return Inline(fn, failed, errno);
       }
-      stack.base = mapped;
     }
-    Job job{&fn, getpid()};
-    // The kernel writes the task's id here before the task runs (the caller
-    // is suspended until it ends, so AbandonAll reads it from the set).
-    auto tid = std::make_unique<std::atomic<pid_t>>(0);
-    std::atomic<pid_t>* slot = tid.get();
-    {
-      absl::MutexLock lock(&mu_);
-      running_.insert(slot);
-    }
-    char* top = static_cast<char*>(stack.base) + kGuardBytes + kStackBytes;
-    // The descriptor table and the file-system context are shared as a
-    // thread shares them: a descriptor the process closes is closed for the
-    // task too (a pipe's end it held would keep its reader waiting). Its end
-    // signals nothing (waitpid with __WALL reaps it): a SIGCHLD to the
-    // process per task cost a third of the task's price. The task sees this
-    // thread's storage: work it runs that would isolate itself again runs on
-    // in place, and it starts no thread (base::InIsolatedTask; set and
-    // cleared here, so a task killed midway leaves it right).
+    resident.work = &fn;
+    // The work sees this thread's storage: work it runs that would isolate
+    // itself again runs on in place, and it starts no thread
+    // (base::InIsolatedTask).
     base::SetInIsolatedTask(true);
-    pid_t pid =
-        clone(&TaskMain, top, CLONE_VM | CLONE_FILES | CLONE_FS | CLONE_VFORK | CLONE_PARENT_SETTID,
-              &job, reinterpret_cast<pid_t*>(slot));
-    int err = errno;
-    {
-      absl::MutexLock lock(&mu_);
-      running_.erase(slot);
+    resident.turn.store(kPosted, std::memory_order_release);
+    Wake(&resident.turn);
+    uint32_t turn;
+    while ((turn = resident.turn.load(std::memory_order_acquire)) == kPosted) {
+      Wait(&resident.turn, kPosted);  // killably: the process can still end
     }
     base::SetInIsolatedTask(false);
-    if (pid < 0) return Inline(fn, "clone", err);
-    int status = 0;
-    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+    if (turn == kDone) {
+      resident.turn.store(kIdle, std::memory_order_relaxed);
+      return;
     }
-    if (WIFSIGNALED(status) && !abandoned.load()) {
-      // Killed from outside midway: what its work did is not known, as of
-      // a thread killed, and a signal that kills a thread kills its
-      // process. So does this one: a restarted driver converges from what
-      // the system shows.
-      LOG(ERROR) << "a task of the driver was killed by signal " << WTERMSIG(status)
-                 << " in the middle of its work; the driver ends as a thread's death would end it";
-      google::FlushLogFiles(google::GLOG_INFO);
-      kill(getpid(), WTERMSIG(status));
-      kill(getpid(), SIGKILL);  // a signal this process ignores or handles
-    }
+    Ended(resident);  // killed midway
   }
 
   void AbandonAll() override {
-    abandoned.store(true);  // a task not started yet never runs its work
+    abandoned.store(true);  // work not started yet never runs
+    const pid_t self = getpid();
     absl::MutexLock lock(&mu_);
-    for (std::atomic<pid_t>* slot : running_) {
-      pid_t pid = slot->load();
-      if (pid > 0) kill(pid, SIGKILL);
+    for (Resident* r : tasks_) {
+      pid_t pid = r->pid.load();
+      if (pid > 0 && r->parent == self) kill(pid, SIGKILL);  // not a parent's, after fork
     }
   }
 
+  void Forget(Resident& r) {
+    absl::MutexLock lock(&mu_);
+    tasks_.erase(&r);
+  }
+
  private:
+  // Makes the thread's task; the name of what failed, or null.
+  const char* Start(Resident& r) {
+    if (r.stack == nullptr) {
+      void* mapped = mmap(nullptr, kGuardBytes + kStackBytes, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+      if (mapped == MAP_FAILED) return "mmap";
+      if (mprotect(mapped, kGuardBytes, PROT_NONE) != 0) {
+        int err = errno;
+        munmap(mapped, kGuardBytes + kStackBytes);
+        errno = err;
+        return "mprotect";
+      }
+      r.stack = mapped;
+    }
+    r.parent = getpid();
+    r.turn.store(kIdle);
+    {
+      absl::MutexLock lock(&mu_);
+      tasks_.insert(&r);
+    }
+    char* top = static_cast<char*>(r.stack) + kGuardBytes + kStackBytes;
+    // The descriptor table and the file-system context are shared as a
+    // thread shares them: a descriptor the process closes is closed for the
+    // task too. Its end signals nothing (reaped with __WALL): a SIGCHLD to
+    // the process per task would cost more than the hand-over.
+    pid_t pid =
+        clone(&ResidentMain, top,
+              CLONE_VM | CLONE_FILES | CLONE_FS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID, &r,
+              reinterpret_cast<pid_t*>(&r.pid), nullptr, reinterpret_cast<pid_t*>(&r.turn));
+    if (pid < 0) {
+      int err = errno;
+      r.turn.store(kGone);
+      Forget(r);
+      errno = err;
+      return "clone";
+    }
+    return nullptr;
+  }
+
+  // The task ended without finishing its work: reaped, and unless the
+  // process ends anyway, the process ends with it. Killed from outside
+  // midway, what its work did is not known, as of a thread killed, and a
+  // signal that kills a thread kills its process; a restarted driver
+  // converges from what the system shows.
+  void Ended(Resident& r) {
+    int status = 0;
+    pid_t pid = r.pid.load();
+    while (pid > 0 && waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    Forget(r);
+    r.pid.store(0);
+    if (abandoned.load()) return;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    LOG(ERROR) << "a task of the driver ended (signal " << sig
+               << ") in the middle of its work; the driver ends as a thread's death would end it";
+    google::FlushLogFiles(google::GLOG_INFO);
+    kill(getpid(), sig);
+    kill(getpid(), SIGKILL);  // a signal this process ignores or handles
+  }
+
   void Inline(const std::function<void()>& fn, const char* what, int err) {
     static std::atomic<bool> logged{false};
     if (!logged.exchange(true)) {
@@ -138,14 +228,33 @@ class Tasks : public Isolation {
   }
 
   absl::Mutex mu_;
-  std::set<std::atomic<pid_t>*> running_ ABSL_GUARDED_BY(mu_);
+  // The threads' tasks alive.
+  std::set<Resident*> tasks_ ABSL_GUARDED_BY(mu_);
 };
+
+Tasks* TheTasks() {
+  static Tasks* tasks = new Tasks();
+  return tasks;
+}
+
+// The thread ends: its task (idle, since the thread is not waiting for it)
+// ends first, then its stack goes.
+Resident::~Resident() {
+  if (turn.load() != kGone && parent == getpid()) {
+    turn.store(kQuit, std::memory_order_release);
+    Wake(&turn);
+    uint32_t now;
+    while ((now = turn.load(std::memory_order_acquire)) != kGone) Wait(&turn, now);
+    pid_t task = pid.load();
+    while (task > 0 && waitpid(task, nullptr, __WALL) < 0 && errno == EINTR) {
+    }
+    TheTasks()->Forget(*this);
+  }
+  if (stack != nullptr) munmap(stack, kGuardBytes + kStackBytes);
+}
 
 }  // namespace
 
-Isolation* IsolatedTasks() {
-  static Isolation* tasks = new Tasks();
-  return tasks;
-}
+Isolation* IsolatedTasks() { return TheTasks(); }
 
 }  // namespace lustre_csi::volume

@@ -107,6 +107,26 @@ TEST(IsolatedTaskTest, NoThreadStartsInsideATask) {
   EXPECT_TRUE(ran.load());
 }
 
+// A thread's work goes to one task, made at its first work and kept while
+// the thread lives (no clone per piece of work); the thread's end ends it.
+TEST(IsolatedTaskTest, AThreadKeepsItsTaskAndTakesItAlong) {
+  pid_t first = 0, second = 0;
+  std::thread caller([&] {
+    IsolatedTasks()->Run([&] { first = getpid(); });
+    IsolatedTasks()->Run([&] { second = getpid(); });
+  });
+  caller.join();
+  EXPECT_NE(first, getpid());
+  EXPECT_EQ(first, second) << "a task per piece of work";
+  // Gone with its thread: not even a zombie is left of it.
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (std::filesystem::exists(absl::StrCat("/proc/", first)) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_FALSE(std::filesystem::exists(absl::StrCat("/proc/", first)))
+      << "the task of a thread that ended is still there";
+}
+
 // A task lives and dies with its process as a thread does: a task killed
 // from outside takes the process with it (a child process here, so the
 // test's own goes on), and a process killed takes its waiting task with it.
