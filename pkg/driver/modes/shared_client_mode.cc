@@ -235,12 +235,20 @@ class SharedClientMode : public internal::MountingMode {
     }
   }
 
-  // A bind of a client this process detached as dead is the last mount of
-  // that client: it is not unmounted in place (its unmount ends the client).
+  // A bind of a client mounted now (the target is among the users known of
+  // a client, from this process's publishes or the mount table) drops one
+  // reference and asks the file system nothing: in place. Any other target
+  // may be the last mount of its client, whose unmount ends it and may wait
+  // for the servers: a bind of a client detached as dead (before a restart
+  // too: the table then shows no client of its device), or a mount this
+  // mode did not make. Those are unmounted in a task.
   volume::UnmountOptions TargetUnmount(const std::string& target) override {
     volume::UnmountOptions options = MountingMode::TargetUnmount(target);
+    options.in_place = false;
     absl::MutexLock lock(&users_mu_);
-    if (orphans_.count(target) > 0) options.in_place = false;
+    for (const auto& [name, users] : users_) {
+      if (users.count(target) > 0) options.in_place = true;
+    }
     return options;
   }
 
@@ -419,7 +427,6 @@ class SharedClientMode : public internal::MountingMode {
   void AddUser(const std::string& name, const std::string& target) {
     absl::MutexLock lock(&users_mu_);
     users_[name].insert(target);
-    orphans_.erase(target);  // bound anew from a live client
   }
   // The users left.
   int RemoveUser(const std::string& name, const std::string& target) {
@@ -437,16 +444,6 @@ class SharedClientMode : public internal::MountingMode {
   }
   void Forget(const std::string& name) {
     absl::MutexLock lock(&users_mu_);
-    users_.erase(name);
-  }
-  // Forgets a client detached while `left` (and the users known of it)
-  // still bind it: each of those binds is now the last mount of that
-  // client, so its unmount ends the client and may wait for the servers.
-  void Forget(const std::string& name, const std::set<std::string>& left) {
-    absl::MutexLock lock(&users_mu_);
-    orphans_.insert(left.begin(), left.end());
-    auto it = users_.find(name);
-    if (it != users_.end()) orphans_.insert(it->second.begin(), it->second.end());
     users_.erase(name);
   }
   bool KnownMounted(const std::string& name) {
@@ -506,11 +503,10 @@ class SharedClientMode : public internal::MountingMode {
       // mount a new one.
       LOG(WARNING) << "Lustre client " << dir << " is dead (" << alive.status()
                    << "); mounting a new one";
-      std::set<std::string> left = UsersIn(*table, client.name);
       if (absl::Status s = sys_->Unmount(dir, volume::kMntDetach); !s.ok()) {
         return volume::Annotate(s, absl::StrCat("detaching the dead client ", dir));
       }
-      Forget(client.name, left);
+      Forget(client.name);  // its binds left are not its users: not unmounted in place
     }
     absl::Status made = sys_->Mkdir(dir, 0750);
     if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
@@ -609,10 +605,6 @@ class SharedClientMode : public internal::MountingMode {
   std::map<std::string, std::unique_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(locks_mu_);
   absl::Mutex users_mu_;
   std::map<std::string, std::set<std::string>> users_ ABSL_GUARDED_BY(users_mu_);
-  // Targets whose client was detached as dead (Forget): not unmounted in
-  // place. One stays until a publish binds its target anew (an unmount that
-  // failed may be retried); only dead clients add to it.
-  std::set<std::string> orphans_ ABSL_GUARDED_BY(users_mu_);
   // Clients whose release waits for their lock (ReleaseWhenFree), and
   // whether silently (nothing of the client may be looked at).
   std::map<std::string, bool> release_asked_ ABSL_GUARDED_BY(users_mu_);

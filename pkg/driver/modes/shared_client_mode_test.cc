@@ -411,7 +411,11 @@ TEST_F(SharedClientTest, StateComesFromTheMountTableAfterARestart) {
   EXPECT_EQ(ClientMounts(), 0);
 }
 
-TEST_F(SharedClientTest, DeadClientIsReplacedForTheNextPublish) {
+// The parameter: whether the node restarts before the unpublishes.
+class DeadClientTest : public SharedClientTest, public testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(Restart, DeadClientTest, testing::Bool());
+
+TEST_P(DeadClientTest, DeadClientIsReplacedForTheNextPublish) {
   ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
   std::string client;
   std::string table = *sys_.ReadMountInfo();
@@ -424,6 +428,16 @@ TEST_F(SharedClientTest, DeadClientIsReplacedForTheNextPublish) {
   absl::Status s = logic_->Publish(Request("/pods/b", "x"));
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(HelperMounts(), 2);
+  if (GetParam()) {
+    // A restart: what is known of the clients comes from the mount table,
+    // which shows no client of the old target's device.
+    LustreModeOptions lustre;
+    lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
+    logic_.reset();
+    mode_ = NewSharedClientMode(view_.get(), NewLustreMode(view_.get(), &ns_, lustre),
+                                SharedClientOptions{kClients}, nullptr);
+    logic_ = std::make_unique<NodeLogic>(NodeOptions{}, view_.get(), mode_.get());
+  }
   // The old target is now the last mount of the detached client: its
   // unmount ends that client and is not made in place; the new client's
   // bind is.
