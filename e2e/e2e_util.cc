@@ -120,6 +120,7 @@ Subprocess::Subprocess(std::vector<std::string> argv, std::string log_path) {
 
 Subprocess::~Subprocess() {
   if (pid_ > 0 && !reaped_) {
+    tasks_ = DriverTasksOf(pid_);
     kill(pid_, SIGKILL);
     Wait(absl::Seconds(10));
   }
@@ -145,8 +146,19 @@ int Subprocess::Wait(absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
   while (running()) {
     if (absl::Now() > deadline) return -1;
+    std::vector<pid_t> tasks = DriverTasksOf(pid_);
+    if (running()) tasks_ = std::move(tasks);  // else it may have lost them already
     absl::SleepFor(absl::Milliseconds(5));
   }
+  // Its tasks die with it (killed as their threads end), a moment later: a
+  // task is gone once no process of that pid runs anything (a zombie shows
+  // no command line).
+  for (pid_t task : tasks_) {
+    while (!ReadFile(absl::StrCat("/proc/", task, "/cmdline")).empty() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  }
+  tasks_.clear();
   return exit_code_;
 }
 

@@ -82,6 +82,10 @@ class Subprocess {
   pid_t pid_ = -1;
   bool reaped_ = false;
   int exit_code_ = -1000;
+  // The tasks it had when last seen running (DriverTasksOf): once it is
+  // reaped, Wait waits for them to be gone too (they die with it, a moment
+  // later).
+  std::vector<pid_t> tasks_;
 };
 
 // A gRPC channel to the unix socket `path` with a connection of its own (gRPC

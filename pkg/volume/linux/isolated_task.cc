@@ -83,6 +83,7 @@ struct Resident {
   pid_t parent = 0;           // the process
   std::atomic<pid_t> pid{0};  // the task's (CLONE_PARENT_SETTID)
   void* stack = nullptr;      // the guard page, then the stack
+  bool destroyed = false;     // the thread ends: no task any more
   ~Resident();
 };
 
@@ -113,33 +114,41 @@ class Tasks : public Isolation {
     if (abandoned.load()) return;             // the process ends
     if (base::InIsolatedTask()) return fn();  // already in a task of its own
     thread_local Resident resident;
+    if (resident.destroyed) return Inline(fn, "the thread ends", 0);
     if (resident.turn.load() != kGone && resident.parent != getpid()) {
       // A child of fork(2): the task belongs to the parent.
       resident.turn.store(kGone);
       resident.pid.store(0);
     }
-    if (resident.turn.load() == kGone) {
-      if (const char* failed = Start(resident); failed != nullptr) {
-        return Inline(fn, failed, errno);
-      }
-    }
     resident.work = &fn;
     // The work sees this thread's storage: work it runs that would isolate
     // itself again runs on in place, and it starts no thread
-    // (base::InIsolatedTask).
+    // (base::InIsolatedTask). Set before the task may run.
     base::SetInIsolatedTask(true);
-    resident.turn.store(kPosted, std::memory_order_release);
+    // Posted only to a live, idle task: the kernel's kGone (the task died,
+    // idle) is never overwritten.
+    uint32_t idle = kIdle;
+    while (!resident.turn.compare_exchange_strong(idle, kPosted, std::memory_order_acq_rel)) {
+      Reap(resident);  // a task that died idle, if any
+      if (const char* failed = Start(resident); failed != nullptr) {
+        int err = errno;
+        base::SetInIsolatedTask(false);
+        return Inline(fn, failed, err);
+      }
+      idle = kIdle;
+    }
     Wake(&resident.turn);
     uint32_t turn;
     while ((turn = resident.turn.load(std::memory_order_acquire)) == kPosted) {
       Wait(&resident.turn, kPosted);  // killably: the process can still end
     }
-    base::SetInIsolatedTask(false);
     if (turn == kDone) {
-      resident.turn.store(kIdle, std::memory_order_relaxed);
+      uint32_t done = kDone;  // else it died since: the next Run replaces it
+      resident.turn.compare_exchange_strong(done, kIdle, std::memory_order_acq_rel);
+      base::SetInIsolatedTask(false);
       return;
     }
-    Ended(resident);  // killed midway
+    Ended(resident);  // killed midway: does not return
   }
 
   void AbandonAll() override {
@@ -155,6 +164,17 @@ class Tasks : public Isolation {
   void Forget(Resident& r) {
     absl::MutexLock lock(&mu_);
     tasks_.erase(&r);
+  }
+
+  // Reaps the thread's task that died (its word says kGone), if any: out of
+  // the list first, so AbandonAll never kills a pid reaped and reused.
+  void Reap(Resident& r) {
+    pid_t pid = r.pid.load();
+    if (pid <= 0) return;
+    Forget(r);
+    while (waitpid(pid, nullptr, __WALL) < 0 && errno == EINTR) {
+    }
+    r.pid.store(0);
   }
 
  private:
@@ -197,25 +217,28 @@ class Tasks : public Isolation {
     return nullptr;
   }
 
-  // The task ended without finishing its work: reaped, and unless the
-  // process ends anyway, the process ends with it. Killed from outside
-  // midway, what its work did is not known, as of a thread killed, and a
-  // signal that kills a thread kills its process; a restarted driver
-  // converges from what the system shows.
-  void Ended(Resident& r) {
-    int status = 0;
-    pid_t pid = r.pid.load();
-    while (pid > 0 && waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+  // The task ended without finishing its work. It may have left this
+  // thread's storage, or a lock this thread uses (an allocator arena, the
+  // logger's), half changed, so this thread touches neither again. Killed
+  // from outside midway, what its work did is not known, as of a thread
+  // killed, and a signal that kills a thread kills its process: so does this
+  // one (a restarted driver converges from what the system shows). Where
+  // the process ends anyway (AbandonAll), this thread waits for that.
+  [[noreturn]] void Ended(Resident& r) {
+    if (!abandoned.load()) {
+      static const char kMessage[] =
+          "lustre-csi: a task of the driver was killed in the middle of its work; the driver "
+          "ends as a thread's death would end it\n";
+      RawSyscall(SYS_write, 2, reinterpret_cast<long>(kMessage), sizeof(kMessage) - 1);
+      int status = 0;
+      pid_t pid = r.pid.load();
+      long reaped =
+          pid > 0 ? RawSyscall(SYS_wait4, pid, reinterpret_cast<long>(&status), __WALL, 0) : -1;
+      int sig = reaped > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+      RawSyscall(SYS_kill, RawSyscall(SYS_getpid), sig);
+      RawSyscall(SYS_kill, RawSyscall(SYS_getpid), SIGKILL);  // one it ignores or handles
     }
-    Forget(r);
-    r.pid.store(0);
-    if (abandoned.load()) return;
-    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    LOG(ERROR) << "a task of the driver ended (signal " << sig
-               << ") in the middle of its work; the driver ends as a thread's death would end it";
-    google::FlushLogFiles(google::GLOG_INFO);
-    kill(getpid(), sig);
-    kill(getpid(), SIGKILL);  // a signal this process ignores or handles
+    while (true) RawSyscall(SYS_ppoll, 0, 0, 0, 0, 0);  // for ever
   }
 
   void Inline(const std::function<void()>& fn, const char* what, int err) {
@@ -240,17 +263,24 @@ Tasks* TheTasks() {
 // The thread ends: its task (idle, since the thread is not waiting for it)
 // ends first, then its stack goes.
 Resident::~Resident() {
-  if (turn.load() != kGone && parent == getpid()) {
-    turn.store(kQuit, std::memory_order_release);
-    Wake(&turn);
-    uint32_t now;
-    while ((now = turn.load(std::memory_order_acquire)) != kGone) Wait(&turn, now);
-    pid_t task = pid.load();
-    while (task > 0 && waitpid(task, nullptr, __WALL) < 0 && errno == EINTR) {
+  destroyed = true;
+  if (parent == getpid()) {
+    uint32_t idle = kIdle;
+    if (turn.compare_exchange_strong(idle, kQuit, std::memory_order_acq_rel)) {
+      Wake(&turn);
+      uint32_t now;
+      while ((now = turn.load(std::memory_order_acquire)) != kGone) Wait(&turn, now);
     }
-    TheTasks()->Forget(*this);
+    pid_t task = pid.load();
+    if (task > 0) {
+      TheTasks()->Forget(*this);
+      while (waitpid(task, nullptr, __WALL) < 0 && errno == EINTR) {
+      }
+      pid.store(0);
+    }
   }
   if (stack != nullptr) munmap(stack, kGuardBytes + kStackBytes);
+  stack = nullptr;
 }
 
 }  // namespace

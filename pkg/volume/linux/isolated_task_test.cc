@@ -127,6 +127,32 @@ TEST(IsolatedTaskTest, AThreadKeepsItsTaskAndTakesItAlong) {
       << "the task of a thread that ended is still there";
 }
 
+// A thread's task killed while idle (no work of it in flight) is reaped and
+// replaced at the thread's next work.
+TEST(IsolatedTaskTest, AnIdleTaskKilledIsReplaced) {
+  pid_t first = 0, second = 0;
+  bool zombie = false;
+  std::thread caller([&] {
+    IsolatedTasks()->Run([&] { first = getpid(); });
+    kill(first, SIGKILL);
+    absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (!zombie && absl::Now() < deadline) {
+      std::string stat;
+      std::ifstream in(absl::StrCat("/proc/", first, "/stat"));
+      std::getline(in, stat);
+      size_t close = stat.rfind(')');
+      zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    IsolatedTasks()->Run([&] { second = getpid(); });
+  });
+  caller.join();
+  ASSERT_TRUE(zombie);
+  EXPECT_NE(second, 0);
+  EXPECT_NE(second, first);
+  EXPECT_FALSE(std::filesystem::exists(absl::StrCat("/proc/", first))) << "not reaped";
+}
+
 // A task lives and dies with its process as a thread does: a task killed
 // from outside takes the process with it (a child process here, so the
 // test's own goes on), and a process killed takes its waiting task with it.
@@ -176,22 +202,39 @@ TEST(IsolatedTaskTest, ATaskAndItsProcessDieTogether) {
 }
 
 // A task that would wait for ever is killed by AbandonAll, before it runs
-// any more of its work, and its caller goes on.
+// any more of its work; its caller, whose storage the task may have left
+// half changed, waits for the process to end. (Run last: no work starts in
+// this process after it.)
 TEST(IsolatedTaskTest, AbandonAllKillsWhatStillRuns) {
-  std::atomic<bool> started{false};
+  std::atomic<pid_t> task{0};
   std::atomic<bool> went_on{false};
+  std::atomic<bool> returned{false};
   std::thread caller([&] {
     IsolatedTasks()->Run([&] {
-      started = true;
+      task = getpid();
       pause();  // waits for a signal that never comes
       went_on = true;
     });
+    returned = true;
   });
-  while (!started) absl::SleepFor(absl::Milliseconds(1));
+  caller.detach();
+  while (task.load() == 0) absl::SleepFor(absl::Milliseconds(1));
   absl::SleepFor(absl::Milliseconds(20));
   IsolatedTasks()->AbandonAll();
-  caller.join();
+  auto dead = [&] {
+    std::string stat;
+    std::ifstream in(absl::StrCat("/proc/", task.load(), "/stat"));
+    if (!std::getline(in, stat)) return true;
+    size_t close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() &&
+           (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
+  };
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!dead() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_TRUE(dead());
+  absl::SleepFor(absl::Milliseconds(50));
   EXPECT_FALSE(went_on.load());
+  EXPECT_FALSE(returned.load()) << "the caller went on with its storage in an unknown state";
   // Once abandoned, no work starts any more.
   bool ran = false;
   IsolatedTasks()->Run([&] { ran = true; });
