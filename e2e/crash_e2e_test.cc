@@ -88,6 +88,9 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
   }
 
   void StartNode() {
+    // The socket a killed node left may still accept for a moment (a task of
+    // it, dying, holds its descriptors): connect only to the new node's.
+    unlink(socket_.c_str());
     node_ = std::make_unique<Subprocess>(
         std::vector<std::string>{BinaryPath(), "node", "--nodeid=node-1", "--mount-mode=local",
                                  "--local-root=" + tmp_.Join("lustre"),
@@ -206,7 +209,8 @@ TEST_P(NodeCrashTest, KilledAtEveryMountSyscallRestartConvergesAndLeavesNothing)
       StartNode();
       if (op != Op::kUnpublish) {
         grpc::Status retry = Publish(target, read_only);
-        EXPECT_TRUE(retry.ok()) << where << ": " << retry.error_message();
+        EXPECT_TRUE(retry.ok()) << where << ": " << retry.error_message() << "\n"
+                                << ReadFile(tmp_.Join("node.log"));
         ExpectPublished(target, read_only, where + " (after the retry)");
       }
       grpc::Status unpublished = Unpublish(target);
@@ -255,6 +259,7 @@ class ManagerCrashTest : public testing::Test {
   }
 
   void StartNode() {
+    unlink(tmp_.Join("node.sock").c_str());  // what a killed node left (see NodeCrashTest)
     node_ = std::make_unique<Subprocess>(
         std::vector<std::string>{BinaryPath(), "node", "--nodeid=node-1", "--mount-mode=local",
                                  "--local-root=" + tmp_.Join("lustre"),

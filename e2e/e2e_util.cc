@@ -88,12 +88,30 @@ TempDir::~TempDir() {
   if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", path_.c_str());
 }
 
+namespace {
+
+std::vector<pid_t> AllPids() {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = strtol(e->d_name, &end, 10);
+    if (end != e->d_name && *end == '\0' && pid > 0) out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return out;
+}
+
+}  // namespace
+
 Subprocess::Subprocess(std::vector<std::string> argv, std::string log_path) {
   if (!argv.empty() && argv[0] == BinaryPath()) {
     std::vector<std::string> command = BinaryCommand();
     argv.erase(argv.begin());
     argv.insert(argv.begin(), command.begin(), command.end());
   }
+  for (const std::string& arg : argv) absl::StrAppend(&cmdline_, arg, std::string(1, '\0'));
   pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
@@ -150,15 +168,27 @@ int Subprocess::Wait(absl::Duration timeout) {
     if (running()) tasks_ = std::move(tasks);  // else it may have lost them already
     absl::SleepFor(absl::Milliseconds(5));
   }
-  // Its tasks die with it (killed as their threads end), a moment later: a
-  // task is gone once no process of that pid runs anything (a zombie shows
-  // no command line).
+  // Its tasks die with it (killed as their threads end), a moment later:
+  // until then they hold what it held (its descriptors, a listening socket
+  // among them). A task shows the command line of the process it belongs
+  // to; a zombie shows none.
   for (pid_t task : tasks_) {
     while (!ReadFile(absl::StrCat("/proc/", task, "/cmdline")).empty() && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(2));
     }
   }
   tasks_.clear();
+  auto alive_tasks = [this] {
+    for (pid_t pid : AllPids()) {
+      if (pid != getpid() && ReadFile(absl::StrCat("/proc/", pid, "/cmdline")) == cmdline_) {
+        return true;
+      }
+    }
+    return false;
+  };
+  while (!cmdline_.empty() && alive_tasks() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
   return exit_code_;
 }
 
@@ -255,23 +285,6 @@ std::vector<std::string> MountsUnder(const std::string& prefix) {
   }
   return out;
 }
-
-namespace {
-
-std::vector<pid_t> AllPids() {
-  std::vector<pid_t> out;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return out;
-  while (dirent* e = readdir(proc)) {
-    char* end = nullptr;
-    long pid = strtol(e->d_name, &end, 10);
-    if (end != e->d_name && *end == '\0' && pid > 0) out.push_back(static_cast<pid_t>(pid));
-  }
-  closedir(proc);
-  return out;
-}
-
-}  // namespace
 
 std::vector<pid_t> ChildProcesses() {
   std::vector<pid_t> out;

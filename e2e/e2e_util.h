@@ -86,6 +86,7 @@ class Subprocess {
   // reaped, Wait waits for them to be gone too (they die with it, a moment
   // later).
   std::vector<pid_t> tasks_;
+  std::string cmdline_;  // as /proc shows it, for the tasks (they share it)
 };
 
 // A gRPC channel to the unix socket `path` with a connection of its own (gRPC
@@ -189,7 +190,8 @@ class Strace {
 
  private:
   std::string log_path_;
-  std::vector<pid_t> tasks_;  // attached to by pid
+  std::vector<pid_t> tasks_;
+  std::string cmdline_;  // as /proc shows it, for the tasks (they share it)  // attached to by pid
   Subprocess process_;
 };
 
