@@ -79,7 +79,9 @@ DEFINE_string(lustre_client_dir, "",
 DEFINE_int32(readiness_interval_seconds, 15,
              "lustre and local mode: how often readiness (mount helper, kernel module) is "
              "checked again");
-DEFINE_int32(max_concurrent_mounts, 8, "Lustre mounts in flight at once");
+DEFINE_int32(max_concurrent_mounts, 8,
+             "Lustre mounts in flight at once; a mount of a file system that has waited on "
+             "it for 10 s makes further mounts of that file system answer UNAVAILABLE at once");
 DEFINE_int32(call_timeout_seconds, 100,
              "no NodePublishVolume or NodeUnpublishVolume call waits longer than this, whatever "
              "the file system does: what has not returned by then goes on in the background, "

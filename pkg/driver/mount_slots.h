@@ -1,32 +1,74 @@
-// Bounds the mounts in flight on a node (--max-concurrent-mounts): a mount
-// waits up to `wait` for one of `max` slots, and fails UNAVAILABLE after
-// that. NodeLogic owns one and hands it to the mount mode with each publish
-// (PublishTarget::slots); the mode holds a slot only while it mounts, not
-// while it applies fsGroup. Thread-safe.
+// Bounds the mounts in flight on a node (--max-concurrent-mounts), and the
+// ones held up by a file system that does not answer.
+//
+// A mount waits up to `wait` for one of `max` slots, and fails UNAVAILABLE
+// after that. A slot is taken for one file system (the MGS and fs-name of
+// the volume: "<mgs>:/<fs>"): once a mount of a file system has held its
+// slot for longer than `stalled_after` (its servers do not answer), another
+// mount of that file system answers UNAVAILABLE at once instead of taking a
+// slot (and a thread, a task) of its own behind it; other file systems are
+// not affected. NodeLogic owns one and hands it to the mount mode with each
+// publish (PublishTarget::slots); the mode holds a slot only while it
+// mounts (the sub-dir made, the bind, the helper's mount), not while it
+// applies fsGroup, which may rightly take long. Thread-safe.
 #ifndef LUSTRE_CSI_PKG_DRIVER_MOUNT_SLOTS_H_
 #define LUSTRE_CSI_PKG_DRIVER_MOUNT_SLOTS_H_
 
+#include <cstdint>
+#include <map>
+#include <string>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "pkg/base/clock.h"
 
 namespace lustre_csi::driver {
 
 class MountSlots {
  public:
-  MountSlots(int max, absl::Duration wait) : max_(max), wait_(wait) {}
+  // `clock` (borrowed; null: the real one) tells how long a slot is held.
+  MountSlots(int max, absl::Duration wait, absl::Duration stalled_after = absl::InfiniteDuration(),
+             base::Clock* clock = nullptr);
 
-  // Takes a slot, waiting for one as long as `wait`.
-  absl::Status Acquire();
-  // Gives back a slot Acquire took.
-  void Release();
+  // A slot taken: given back when destroyed.
+  class Slot {
+   public:
+    Slot(Slot&& other) noexcept : slots_(other.slots_), id_(other.id_) { other.slots_ = nullptr; }
+    Slot& operator=(Slot&&) = delete;
+    Slot(const Slot&) = delete;
+    ~Slot();
+
+   private:
+    friend class MountSlots;
+    Slot(MountSlots* slots, uint64_t id) : slots_(slots), id_(id) {}
+    MountSlots* slots_;
+    uint64_t id_;
+  };
+
+  // Takes a slot for a mount of file system `fs` at `target`, waiting for
+  // one as long as `wait`; UNAVAILABLE at once where a mount of `fs` has
+  // held its slot longer than `stalled_after`.
+  absl::StatusOr<Slot> Acquire(const std::string& fs, const std::string& target);
 
  private:
+  struct Held {
+    std::string fs;
+    std::string target;
+    absl::Time since;
+  };
+  absl::Status StalledLocked(const std::string& fs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Release(uint64_t id);
+
   const int max_;
   const absl::Duration wait_;
+  const absl::Duration stalled_after_;
+  base::Clock* const clock_;
   absl::Mutex mu_;
-  int in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, Held> held_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace lustre_csi::driver

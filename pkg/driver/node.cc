@@ -129,8 +129,9 @@ NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountMode* mode
       sys_(sys),
       mode_(mode),
       readiness_(readiness),
-      mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout),
       clock_(options_.clock != nullptr ? options_.clock : base::RealClock()),
+      mount_slots_(options_.max_concurrent_mounts, options_.mount_slot_timeout,
+                   options_.mount_stalled_after, clock_),
       isolation_(options_.isolation != nullptr ? options_.isolation : volume::OnTheCallingThread()),
       stats_calls_(clock_, options_.stats_timeout, options_.max_stuck_stats),
       // Stacks as large as the gRPC handlers' (a publish walks fsGroup trees).

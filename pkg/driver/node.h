@@ -49,6 +49,10 @@ struct NodeOptions {
   int max_concurrent_mounts = 8;
   // How long a publish waits for a free mount slot.
   absl::Duration mount_slot_timeout = absl::Minutes(2);
+  // Once a mount of a file system has waited on it this long (its servers
+  // do not answer), further publishes of that file system answer
+  // UNAVAILABLE at once instead of waiting behind it (MountSlots).
+  absl::Duration mount_stalled_after = absl::Seconds(10);
   // How long NodeGetVolumeStats waits for the file system (a mount-point
   // check and a statfs) before it reports the volume abnormal, and how many
   // targets may have such a look in flight, not returned, at once.
@@ -209,8 +213,8 @@ class NodeLogic {
   std::optional<std::optional<uint32_t>> PublishedGroup(const std::string& target);
   absl::Mutex published_mu_;
   std::map<std::string, Published> published_ ABSL_GUARDED_BY(published_mu_);
+  base::Clock* const clock_;  // options_.clock, or the real one
   MountSlots mount_slots_;
-  base::Clock* const clock_;            // options_.clock, or the real one
   volume::Isolation* const isolation_;  // options_.isolation, or the calling thread
   base::BoundedCalls<VolumeStats> stats_calls_;
   // File systems with a look that has not returned, and at which target.

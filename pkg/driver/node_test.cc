@@ -339,6 +339,40 @@ TEST_F(NodeTest, MountSlotsBoundConcurrentMounts) {
   EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok()) << "slot not returned";
 }
 
+// A mount of a file system that has not returned past
+// mount_stalled_after: other publishes of that file system answer
+// UNAVAILABLE at once (no worker, no task more waits behind it), those of
+// another file system go on, and once it returns the file system is
+// mounted again.
+TEST_F(NodeTest, AFileSystemHeldUpInAMountIsNotWaitedForAgain) {
+  ASSERT_TRUE(sys_.AddDir("/lustre/otherfs").ok());
+  NodeOptions options;
+  options.mount_stalled_after = absl::Milliseconds(50);
+  MakeLogic(options);
+  sys_.HangNext(SyscallOp::kMount);
+  absl::Status first = absl::UnknownError("not returned");
+  std::thread publisher([&] { first = logic_->Publish(Request("/pods/a")); });
+  ASSERT_TRUE(sys_.AwaitHung(SyscallOp::kMount, 1, absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(100));
+
+  absl::Time start = absl::Now();
+  absl::Status behind = logic_->Publish(Request("/pods/b"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(behind.code(), absl::StatusCode::kUnavailable) << behind;
+  EXPECT_THAT(behind.message(),
+              HasSubstr("the file system 10.0.0.4@tcp:/lustrefs has not answered the mount at "
+                        "/pods/a since"));
+  EXPECT_FALSE(sys_.Exists("/pods/b")) << "the target it made stays";
+  PublishRequest other = Request("/pods/c");
+  other.volume_context["fs-name"] = "otherfs";
+  EXPECT_TRUE(logic_->Publish(other).ok());
+
+  sys_.Release(SyscallOp::kMount);
+  publisher.join();
+  EXPECT_TRUE(first.ok()) << first;
+  EXPECT_TRUE(logic_->Publish(Request("/pods/b")).ok());
+}
+
 // A slot bounds mounts in flight, not a publish's fsGroup walk, which can
 // take long on a big volume.
 TEST_F(NodeTest, FsGroupWalkHoldsNoMountSlot) {

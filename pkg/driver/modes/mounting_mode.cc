@@ -2,7 +2,9 @@
 
 #include <glog/logging.h>
 
-#include "absl/cleanup/cleanup.h"
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "pkg/driver/parameters.h"
@@ -62,12 +64,14 @@ absl::Status MountingMode::Publish(const PublishTarget& t) {
 }
 
 absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
+  std::optional<MountSlots::Slot> slot;
   if (t.slots != nullptr) {
-    if (absl::Status s = t.slots->Acquire(); !s.ok()) return s;
+    LustreSource fs = t.source;
+    fs.sub_dir.clear();
+    absl::StatusOr<MountSlots::Slot> taken = t.slots->Acquire(fs.Spec(), t.target);
+    if (!taken.ok()) return taken.status();
+    slot.emplace(std::move(*taken));
   }
-  absl::Cleanup release = [&t] {
-    if (t.slots != nullptr) t.slots->Release();
-  };
   absl::Status status = Mount(t.source, t.target, t.options);
   if (status.code() == absl::StatusCode::kNotFound && !t.source.sub_dir.empty()) {
     // Most likely the sub-dir does not exist yet: create it and try again.

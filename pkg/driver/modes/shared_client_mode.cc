@@ -138,8 +138,7 @@ class SharedClientMode : public internal::MountingMode {
 
   absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
     Client client = ClientFor(source, {});
-    absl::Status busy = LockClient(client.name);
-    if (!busy.ok()) return busy;
+    LockClient(client.name);
     absl::Cleanup unlock = [&] { UnlockClient(client.name); };
     bool fresh = false;
     absl::StatusOr<std::string> root = EnsureClient(client, &fresh);
@@ -154,8 +153,7 @@ class SharedClientMode : public internal::MountingMode {
   absl::Status Mount(const LustreSource& source, const std::string& target,
                      const std::vector<std::string>& options) override {
     Client client = ClientFor(source, options);
-    absl::Status busy = LockClient(client.name);
-    if (!busy.ok()) return busy;
+    LockClient(client.name);
     absl::Cleanup unlock = [&] { UnlockClient(client.name); };
     bool fresh = false;
     const std::string dir = ClientDir(client.name);
@@ -163,7 +161,7 @@ class SharedClientMode : public internal::MountingMode {
     bool alive = false;
     absl::Status status = absl::OkStatus();
     if (KnownMounted(client.name)) {
-      status = InClientsFileSystem(client.name, [&] {
+      status = Isolated([&] {
         alive = ClientAlive(dir);
         return alive ? BindFrom(dir, source, target, bind_options) : absl::OkStatus();
       });
@@ -171,8 +169,7 @@ class SharedClientMode : public internal::MountingMode {
     if (!alive && status.ok()) {
       absl::StatusOr<std::string> root = EnsureClient(client, &fresh, /*known_looked_at=*/true);
       if (!root.ok()) return root.status();
-      status = InClientsFileSystem(client.name,
-                                   [&] { return BindFrom(*root, source, target, bind_options); });
+      status = Isolated([&] { return BindFrom(*root, source, target, bind_options); });
     }
     if (!status.ok()) {
       if (Users(client.name) == 0) ReleaseIfUnused(client.name, /*silent=*/false);
@@ -323,27 +320,17 @@ class SharedClientMode : public internal::MountingMode {
       SetUsers(name, users);
     }
     for (const std::string& name : idle) {
-      absl::MutexLock lock(LockFor(name));
+      LockClient(name);
       ReleaseIfUnused(name, /*silent=*/false);
+      UnlockClient(name);
     }
   }
 
   // Takes the client's lock, which a publish holds while it mounts or binds
   // from the client (and the controller while it works in the client's
-  // root). Where the holder has waited on the client's file system for
-  // longer than `stalled_after` (its servers do not answer), UNAVAILABLE at
-  // once instead: one call waits there, not one more per call.
-  absl::Status LockClient(const std::string& name) {
-    if (std::optional<absl::Time> since = InFileSystemSince(name);
-        since.has_value() && absl::Now() - *since > options_.stalled_after) {
-      return absl::UnavailableError(
-          absl::StrCat("the Lustre client ", ClientDir(name), " has not answered a call since ",
-                       absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", *since, absl::UTCTimeZone()),
-                       "; not waiting for it (retry later)"));
-    }
-    LockFor(name)->Lock();
-    return absl::OkStatus();
-  }
+  // root). Where the holder waits on a file system that does not answer,
+  // the node's mount slots bound who waits behind it (MountSlots).
+  void LockClient(const std::string& name) { LockFor(name)->Lock(); }
   // Lets go of the client's lock; a release of the client asked for while
   // it was held (ReleaseWhenFree) is made now.
   void UnlockClient(const std::string& name) {
@@ -364,49 +351,25 @@ class SharedClientMode : public internal::MountingMode {
   }
   void ReleaseIfAsked(const std::string& name) {
     while (true) {
+      {
+        absl::MutexLock lock(&users_mu_);
+        if (release_asked_.count(name) == 0) return;
+      }
+      absl::Mutex* mu = LockFor(name);
+      if (!mu->TryLock()) return;  // its holder does it when it lets go
       std::optional<bool> silent;
       {
         absl::MutexLock lock(&users_mu_);
         auto it = release_asked_.find(name);
-        if (it == release_asked_.end()) return;
-        silent = it->second;
-      }
-      absl::Mutex* mu = LockFor(name);
-      if (!mu->TryLock()) return;  // its holder does it when it lets go
-      bool asked = false;
-      {
-        absl::MutexLock lock(&users_mu_);
-        auto it = release_asked_.find(name);
         if (it != release_asked_.end()) {
-          asked = true;
-          silent = silent.value_or(false) || it->second;
+          silent = it->second;
           release_asked_.erase(it);
         }
       }
-      if (asked && Users(name) == 0) ReleaseIfUnused(name, *silent);
+      if (silent.has_value() && Users(name) == 0) ReleaseIfUnused(name, *silent);
       mu->Unlock();
       // Asked again while this held the lock? Then the loop takes it.
     }
-  }
-
-  // Runs `fn` (isolated: it asks the client's file system) and notes since
-  // when a call waits there (LockClient).
-  template <typename Fn>
-  auto InClientsFileSystem(const std::string& name, Fn&& fn) -> decltype(fn()) {
-    {
-      absl::MutexLock lock(&users_mu_);
-      in_fs_since_[name] = absl::Now();
-    }
-    auto out = Isolated(std::forward<Fn>(fn));
-    absl::MutexLock lock(&users_mu_);
-    in_fs_since_.erase(name);
-    return out;
-  }
-  std::optional<absl::Time> InFileSystemSince(const std::string& name) {
-    absl::MutexLock lock(&users_mu_);
-    auto it = in_fs_since_.find(name);
-    if (it == in_fs_since_.end()) return std::nullopt;
-    return it->second;
   }
 
   absl::Mutex* LockFor(const std::string& name) {
@@ -485,8 +448,7 @@ class SharedClientMode : public internal::MountingMode {
       // Only this mode mounts in its directories: a mount there of the
       // file system is the client of this key, whatever form the helper gave
       // the MGS NIDs in the mount table.
-      absl::StatusOr<volume::FileInfo> alive =
-          InClientsFileSystem(client.name, [&] { return sys_->Stat(dir); });
+      absl::StatusOr<volume::FileInfo> alive = Isolated([&] { return sys_->Stat(dir); });
       std::optional<int> err = volume::ErrnoOf(alive.status());
       bool dead = !alive.ok() && err.has_value() && (*err == ENOTCONN || *err == ESTALE);
       if (alive.ok() && FsPart(MountedSpec(*entry)) == client.root.fs_name) {
@@ -608,9 +570,6 @@ class SharedClientMode : public internal::MountingMode {
   // Clients whose release waits for their lock (ReleaseWhenFree), and
   // whether silently (nothing of the client may be looked at).
   std::map<std::string, bool> release_asked_ ABSL_GUARDED_BY(users_mu_);
-  // Since when a call of each client waits on its file system
-  // (InClientsFileSystem).
-  std::map<std::string, absl::Time> in_fs_since_ ABSL_GUARDED_BY(users_mu_);
 };
 
 }  // namespace

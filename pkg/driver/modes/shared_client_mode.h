@@ -29,10 +29,6 @@ struct SharedClientOptions {
   // Where the looks at targets and clients an unmount makes run (borrowed;
   // null: the calling thread), volume::UnmountOptions.
   volume::Isolation* isolation = nullptr;
-  // A publish of a client whose lock is held by a call that has waited on
-  // the client's file system for longer than this answers UNAVAILABLE at
-  // once instead of waiting behind it.
-  absl::Duration stalled_after = absl::Seconds(10);
 };
 
 // Lustre mode with one client per file system and set of client-wide

@@ -221,16 +221,12 @@ TEST_F(SharedClientTest, APublishAsksTheClientsFileSystemOnlyInItsIsolation) {
 // client: the unpublish of another of its targets answers at once (the
 // client's release is left to the stuck call), a publish of another target
 // answers UNAVAILABLE at once once the stuck one has waited past
-// `stalled_after`, and when the stuck publish returns the client serves
-// again, and goes with its last target.
+// NodeOptions::mount_stalled_after (MountSlots), and when the stuck publish returns the client
+// serves again, and goes with its last target.
 TEST_F(SharedClientTest, AStuckPublishHoldsUpNoOtherTargetOfItsClient) {
-  SharedClientOptions options{kClients};
-  options.stalled_after = absl::Milliseconds(50);
-  LustreModeOptions lustre;
-  lustre.working_mount_dir = "/var/lib/kubelet/plugins/x/work";
-  mode_ =
-      NewSharedClientMode(view_.get(), NewLustreMode(view_.get(), &ns_, lustre), options, nullptr);
-  logic_ = std::make_unique<NodeLogic>(NodeOptions{}, view_.get(), mode_.get());
+  NodeOptions node;
+  node.mount_stalled_after = absl::Milliseconds(50);
+  logic_ = std::make_unique<NodeLogic>(node, view_.get(), mode_.get());
   ASSERT_TRUE(logic_->Publish(Request("/pods/a", "x")).ok());
 
   sys_.HangNext(volume::SyscallOp::kMount);
@@ -244,7 +240,7 @@ TEST_F(SharedClientTest, AStuckPublishHoldsUpNoOtherTargetOfItsClient) {
   absl::Status other = logic_->Publish(Request("/pods/c", "z"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "waited behind the stuck publish";
   EXPECT_EQ(other.code(), absl::StatusCode::kUnavailable) << other;
-  EXPECT_THAT(other.message(), HasSubstr("has not answered a call since"));
+  EXPECT_THAT(other.message(), HasSubstr("has not answered the mount at /pods/b since"));
   EXPECT_FALSE(sys_.Exists("/pods/c")) << "the target it made stays";
   EXPECT_EQ(ClientMounts(), 1) << "released while a publish binds from it";
 

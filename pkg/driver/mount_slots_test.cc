@@ -1,0 +1,103 @@
+// The node's mount slots: the bound on mounts in flight, and the gate that
+// keeps mounts of a file system that does not answer from piling up.
+#include "pkg/driver/mount_slots.h"
+
+#include <optional>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pkg/base/fake_clock.h"
+
+namespace lustre_csi::driver {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kDead[] = "10.0.0.4@tcp:/dead";
+constexpr char kAlive[] = "10.0.0.4@tcp:/alive";
+
+TEST(MountSlotsTest, AFileSystemHeldUpPastTheBoundTakesNoMoreSlots) {
+  base::FakeClock clock;
+  MountSlots slots(8, absl::Seconds(1), absl::Seconds(10), &clock);
+  absl::StatusOr<MountSlots::Slot> stuck = slots.Acquire(kDead, "/pods/a");
+  ASSERT_TRUE(stuck.ok()) << stuck.status();
+
+  // Within the bound a mount of it may still wait: it may just be slow.
+  clock.Advance(absl::Seconds(10));
+  {
+    absl::StatusOr<MountSlots::Slot> second = slots.Acquire(kDead, "/pods/b");
+    EXPECT_TRUE(second.ok()) << second.status();
+  }
+
+  clock.Advance(absl::Seconds(1));
+  absl::StatusOr<MountSlots::Slot> third = slots.Acquire(kDead, "/pods/c");
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kUnavailable) << third.status();
+  EXPECT_THAT(third.status().message(),
+              HasSubstr("the file system 10.0.0.4@tcp:/dead has not answered the mount at "
+                        "/pods/a since 2023-11-14T22:13:20Z"));
+  // Another file system is not held up.
+  EXPECT_TRUE(slots.Acquire(kAlive, "/pods/d").ok());
+
+  // Once the stuck mount returns, the file system is mounted again.
+  std::optional<MountSlots::Slot> held(std::move(*stuck));
+  held.reset();
+  EXPECT_TRUE(slots.Acquire(kDead, "/pods/c").ok());
+}
+
+TEST(MountSlotsTest, MountsWaitForAFreeSlotAsLongAsTheWait) {
+  base::FakeClock clock;
+  MountSlots slots(1, absl::Milliseconds(50), absl::Seconds(10), &clock);
+  std::optional<MountSlots::Slot> first;
+  {
+    absl::StatusOr<MountSlots::Slot> taken = slots.Acquire(kAlive, "/pods/a");
+    ASSERT_TRUE(taken.ok());
+    first.emplace(std::move(*taken));
+  }
+  absl::StatusOr<MountSlots::Slot> busy = slots.Acquire(kDead, "/pods/b");
+  EXPECT_EQ(busy.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(busy.status().message(), HasSubstr("all 1 mount slots stayed busy"));
+
+  // A slot given back while another mount waits goes to it.
+  MountSlots patient(1, absl::Seconds(30), absl::Seconds(10), &clock);
+  std::optional<MountSlots::Slot> held;
+  {
+    absl::StatusOr<MountSlots::Slot> taken = patient.Acquire(kAlive, "/pods/a");
+    ASSERT_TRUE(taken.ok());
+    held.emplace(std::move(*taken));
+  }
+  std::thread releaser([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    held.reset();
+  });
+  absl::StatusOr<MountSlots::Slot> next = patient.Acquire(kAlive, "/pods/b");
+  releaser.join();
+  EXPECT_TRUE(next.ok()) << next.status();
+}
+
+// A mount that waited for a slot while its file system stalled does not
+// take the slot that frees up.
+TEST(MountSlotsTest, AFileSystemThatStalledMeanwhileIsCheckedAgain) {
+  base::FakeClock clock;
+  MountSlots slots(2, absl::Seconds(30), absl::Seconds(10), &clock);
+  absl::StatusOr<MountSlots::Slot> stuck = slots.Acquire(kDead, "/pods/a");
+  ASSERT_TRUE(stuck.ok());
+  std::optional<MountSlots::Slot> busy;
+  {
+    absl::StatusOr<MountSlots::Slot> taken = slots.Acquire(kAlive, "/pods/b");
+    ASSERT_TRUE(taken.ok());
+    busy.emplace(std::move(*taken));
+  }
+  clock.Advance(absl::Seconds(5));
+  absl::Status waited = absl::UnknownError("not returned");
+  std::thread waiter([&] { waited = slots.Acquire(kDead, "/pods/c").status(); });
+  absl::SleepFor(absl::Milliseconds(100));  // waiting for a slot
+  clock.Advance(absl::Seconds(6));
+  busy.reset();
+  waiter.join();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kUnavailable) << waited;
+  EXPECT_THAT(waited.message(), HasSubstr("has not answered the mount at /pods/a"));
+}
+
+}  // namespace
+}  // namespace lustre_csi::driver
