@@ -70,9 +70,8 @@ int ThreadsOnFuse(pid_t pid) {
   return n;
 }
 
-// Processes whose parent is `pid` (its isolated tasks) waiting for one; their
-// pids.
-std::vector<pid_t> ChildrenOnFuse(pid_t pid) {
+// The processes whose parent is `pid`.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
@@ -83,12 +82,28 @@ std::vector<pid_t> ChildrenOnFuse(pid_t pid) {
     if (close == std::string::npos) continue;
     std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
     int ppid = 0;
-    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &ppid) && ppid == pid &&
-        WaitsOnFuse(proc.path().string())) {
+    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &ppid) && ppid == pid) {
       out.push_back(child);
     }
   }
   return out;
+}
+
+// Children of `pid` (its isolated tasks) waiting for a FUSE answer.
+std::vector<pid_t> ChildrenOnFuse(pid_t pid) {
+  std::vector<pid_t> out;
+  for (pid_t child : ChildrenOf(pid)) {
+    if (WaitsOnFuse(absl::StrCat("/proc/", child))) out.push_back(child);
+  }
+  return out;
+}
+
+// The process state letter of `pid` ('D': uninterruptible sleep, 'Z': not
+// reaped), 0 when it is gone.
+char StateOf(pid_t pid) {
+  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
 }
 
 class DeadServerE2eTest : public testing::TestWithParam<std::string> {
@@ -113,14 +128,20 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
               0);
     std::filesystem::create_directories(std::string(kServers) + "/otherfs/vol");
     // The file system that will stop answering.
-    daemon_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{"/usr/bin/bindfs", "-f", "-o",
-                                 "attr_timeout=0,entry_timeout=0,negative_timeout=0",
-                                 tmp_.Join("a-data"), std::string(kServers) + "/lustrefs"},
-        tmp_.Join("bindfs.log"));
-    ASSERT_TRUE(WaitUntil([&] { return !MountsAt(std::string(kServers) + "/lustrefs").empty(); },
-                          absl::Seconds(20)))
-        << ReadFile(tmp_.Join("bindfs.log"));
+    const std::string lustrefs = std::string(kServers) + "/lustrefs";
+    if (hung_) {
+      daemon_ = std::make_unique<Subprocess>(
+          std::vector<std::string>{Runfile("e2e/hung-fuse"), lustrefs}, tmp_.Join("server.log"));
+    } else {
+      daemon_ = std::make_unique<Subprocess>(
+          std::vector<std::string>{"/usr/bin/bindfs", "-f", "-o",
+                                   "attr_timeout=0,entry_timeout=0,negative_timeout=0",
+                                   tmp_.Join("a-data"), lustrefs},
+          tmp_.Join("server.log"));
+    }
+    ASSERT_TRUE(WaitUntil([&] { return !MountsAt(lustrefs).empty(); }, absl::Seconds(20)))
+        << ReadFile(tmp_.Join("server.log"));
+    if (hung_) std::filesystem::create_directories(lustrefs + "/vol");
 
     StartNode("node");
   }
@@ -146,6 +167,7 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
                    "--working-mount-dir=" + tmp_.Join("work"),
                    "--lustre-params-root=" + std::string(kStandin) + "/params"});
     }
+    argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
     node_ = std::make_unique<Subprocess>(argv, tmp_.Join(name + ".log"));
     ASSERT_TRUE(WaitForSocket(tmp_.Join(name + ".sock"), absl::Seconds(20)).ok())
         << ReadFile(tmp_.Join(name + ".log"));
@@ -171,10 +193,17 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
   }
 
   // SIGSTOP reaches each thread of the daemon in its own time: frozen once
-  // every one of them shows as stopped.
+  // every one of them shows as stopped. The hung server is told to stop
+  // answering, and says when it has.
   void Freeze() {
-    daemon_->Signal(SIGSTOP);
     frozen_ = true;
+    if (hung_) {
+      daemon_->Signal(SIGUSR1);
+      ASSERT_TRUE(
+          WaitUntil([&] { return absl::StrContains(ServerLog(), "frozen"); }, absl::Seconds(10)));
+      return;
+    }
+    daemon_->Signal(SIGSTOP);
     const std::string tasks = absl::StrCat("/proc/", daemon_->pid(), "/task");
     ASSERT_TRUE(WaitUntil(
         [&] {
@@ -191,10 +220,11 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
         absl::Seconds(10)));
   }
   void Thaw() {
-    if (frozen_) daemon_->Signal(SIGCONT);
+    if (frozen_) daemon_->Signal(hung_ ? SIGUSR2 : SIGCONT);
     frozen_ = false;
   }
   std::string Log() { return ReadFile(tmp_.Join("node.log")); }
+  std::string ServerLog() { return ReadFile(tmp_.Join("server.log")); }
 
   static std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
     auto ctx = std::make_unique<grpc::ClientContext>();
@@ -231,6 +261,10 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
   static inline TempDir scratch_;  // holds the /proc/filesystems stand-in
   static inline bool run_is_private_ = false;
   TempDir tmp_;
+  // Whether "lustrefs" is served by e2e/hung-fuse, which takes requests and
+  // answers none while frozen, instead of bindfs, which takes none.
+  bool hung_ = false;
+  std::vector<std::string> extra_flags_;  // the node's, after the suite's
   std::unique_ptr<Subprocess> daemon_;
   bool frozen_ = false;
   std::unique_ptr<Subprocess> node_;
@@ -579,12 +613,132 @@ TEST_P(DeadServerE2eTest, AFrozenDriverIsSeen) {
   EXPECT_EQ(s.error_code(), grpc::DEADLINE_EXCEEDED) << s.error_message();
 }
 
+// A server that takes requests and answers none, as a Lustre server that
+// stopped answering does: a process waiting for it that is killed waits on
+// in uninterruptible sleep (a thread there would keep its whole process
+// from ending).
+class UninterruptibleE2eTest : public DeadServerE2eTest {
+ protected:
+  UninterruptibleE2eTest() { hung_ = true; }
+};
+
+// SIGTERM ends the node within its grace period with a stats look and a
+// publish waiting on such a server: what waits there are tasks the node
+// leaves behind, which go on waiting in state D, and go once the server
+// answers. The control shows the server makes a killed waiter stay.
+TEST_P(UninterruptibleE2eTest, SigtermEndsTheNodeWhileItsTasksWaitUninterruptibly) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+  Freeze();
+
+  // The control: a process killed while it waits there does not end.
+  const std::string vol = std::string(kServers) + "/lustrefs/vol";
+  pid_t control = fork();
+  if (control == 0) {
+    struct stat st;
+    stat(vol.c_str(), &st);
+    _exit(0);
+  }
+  ASSERT_GT(control, 0);
+  ASSERT_TRUE(
+      WaitUntil([&] { return WaitsOnFuse(absl::StrCat("/proc/", control)); }, absl::Seconds(10)));
+  kill(control, SIGKILL);
+  absl::SleepFor(absl::Seconds(1));
+  int status = 0;
+  EXPECT_EQ(waitpid(control, &status, WNOHANG), 0) << "the killed control process ended";
+  EXPECT_EQ(StateOf(control), 'D');
+
+  // A new publish and a stats look wait there, each in a task (the
+  // publish first: once the look has not returned, a publish of the file
+  // system answers at once without trying).
+  EXPECT_FALSE(Publish("lustrefs", tmp_.Join("pods/new")).ok());
+  csi::v1::NodeGetVolumeStatsResponse stuck;
+  ASSERT_TRUE(Stats(tmp_.Join("pods/a"), &stuck).ok());
+  EXPECT_TRUE(stuck.volume_condition().abnormal());
+  EXPECT_EQ(ThreadsOnFuse(node_->pid()), 0) << "a thread of the node waits in the file system";
+  // The node's own tasks (a per-volume publish waits in the mount helper,
+  // a process of its own that the node does not kill).
+  std::vector<pid_t> waiting;
+  for (pid_t task : DriverTasksOf(node_->pid())) {
+    if (WaitsOnFuse(absl::StrCat("/proc/", task))) waiting.push_back(task);
+  }
+  EXPECT_EQ(waiting.size(), GetParam() == "per-volume" ? 1u : 2u) << "a look and a publish";
+
+  absl::Time start = absl::Now();
+  node_->Signal(SIGTERM);
+  EXPECT_TRUE(WaitUntil([&] { return !node_->running(); }, absl::Seconds(20)))
+      << "the node did not exit" << Log();
+  RecordProperty("sigterm_exit_ms", absl::ToInt64Milliseconds(absl::Now() - start));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "past the 5 s grace period";
+  // What it left waits on, killed, in uninterruptible sleep.
+  for (pid_t task : waiting) {
+    EXPECT_TRUE(WaitUntil([&] { return StateOf(task) == 'D'; }, absl::Seconds(5)))
+        << "task " << task << " is in state " << StateOf(task);
+  }
+
+  // Once the server answers, everything it held goes, and a new node
+  // cleans up.
+  Thaw();
+  EXPECT_EQ(waitpid(control, &status, 0), control);
+  for (pid_t task : waiting) {
+    EXPECT_TRUE(WaitUntil([&] { return StateOf(task) == 0; }, absl::Seconds(10)))
+        << "task " << task << " stays";
+  }
+  node_.reset();
+  StartNode("node2");
+  for (const char* t : {"pods/a", "pods/new"}) {
+    EXPECT_TRUE(WaitUntil([&] { return Unpublish(tmp_.Join(t)).ok(); }, absl::Seconds(30)))
+        << ReadFile(tmp_.Join("node2.log"));
+    EXPECT_TRUE(MountsAt(tmp_.Join(t)).empty());
+  }
+}
+
+// Per-volume clients mount with a helper per publish, killed at the mount
+// timeout (here 1 s).
+class HelperE2eTest : public UninterruptibleE2eTest {
+ protected:
+  HelperE2eTest() { extra_flags_ = {"--mount-timeout-seconds=1"}; }
+};
+
+// A mount helper killed at its timeout while it waits on such a server
+// stays, in state D, until the server answers: the node reaps every one of
+// them with one thread, not a thread each, and once the server answers none
+// is left.
+TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldNoThreadEach) {
+  Freeze();
+  auto stuck_children = [&] {
+    int n = 0;
+    for (pid_t child : ChildrenOf(node_->pid())) {
+      n += StateOf(child) == 'D' || StateOf(child) == 'Z';
+    }
+    return n;
+  };
+  // After the first, which starts what any publish needs (a worker, the
+  // reaper), the others add no thread.
+  int threads = 0;
+  for (int i = 0; i < 4; ++i) {
+    grpc::Status published = Publish("lustrefs", tmp_.Join(absl::StrCat("pods/h", i)));
+    EXPECT_EQ(published.error_code(), grpc::DEADLINE_EXCEEDED) << published.error_message();
+    if (i == 0) threads = Threads(node_->pid());
+  }
+  EXPECT_TRUE(WaitUntil([&] { return stuck_children() == 4; }, absl::Seconds(5)))
+      << stuck_children() << " helpers killed and stuck";
+  EXPECT_EQ(Threads(node_->pid()), threads) << "a thread per helper left";
+  Thaw();
+  EXPECT_TRUE(WaitUntil([&] { return stuck_children() == 0; }, absl::Seconds(10)))
+      << stuck_children() << " helpers not reaped";
+}
+
+std::string ModeName(const testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, DeadServerE2eTest, testing::Values("local", "shared", "per-volume"),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
-                           return name;
-                         });
+                         ModeName);
+INSTANTIATE_TEST_SUITE_P(Modes, UninterruptibleE2eTest,
+                         testing::Values("local", "shared", "per-volume"), ModeName);
+INSTANTIATE_TEST_SUITE_P(Modes, HelperE2eTest, testing::Values("per-volume"), ModeName);
 
 }  // namespace
 }  // namespace lustre_csi::e2e

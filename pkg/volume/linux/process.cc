@@ -16,7 +16,9 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "pkg/base/worker_pool.h"
 #include "pkg/volume/errno_status.h"
 
 extern char** environ;
@@ -110,16 +112,57 @@ pid_t ForkQuietly() {
   return pid;
 }
 
-// Reaps `pid` without blocking the caller: a child stuck in the kernel (an
-// unmount of a dead server) may take arbitrarily long to go.
-void ReapInBackground(pid_t pid) {
+// Whether the child `pid` is reaped now (or is no child of this process).
+bool Reaped(pid_t pid) {
   int status;
-  if (waitpid(pid, &status, WNOHANG) == pid) return;
-  std::thread([pid] {
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  int r;
+  do {
+    r = waitpid(pid, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  return r != 0;
+}
+
+// Children killed at their timeout that had not ended yet. A child killed
+// while it waits for a server that does not answer (a mount helper, in
+// uninterruptible sleep) ends only when the server answers: one thread
+// reaps them all, looking every 100 ms, and ends once none is left, instead
+// of a thread per child.
+class Reaper {
+ public:
+  void Add(pid_t pid) {
+    absl::MutexLock lock(&mu_);
+    pids_.push_back(pid);
+    if (running_) return;
+    running_ = true;
+    std::thread([this] { Loop(); }).detach();
+  }
+
+ private:
+  void Loop() {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      pids_.erase(std::remove_if(pids_.begin(), pids_.end(), Reaped), pids_.end());
+      if (pids_.empty()) break;
+      mu_.Unlock();
+      absl::SleepFor(absl::Milliseconds(100));
+      mu_.Lock();
     }
-  }).detach();
+    running_ = false;
+  }
+
+  absl::Mutex mu_;
+  std::vector<pid_t> pids_ ABSL_GUARDED_BY(mu_);
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Reaps `pid` without blocking the caller: a child stuck in the kernel (an
+// unmount of a dead server) may take arbitrarily long to go. A child of a
+// task (base::InIsolatedTask, which starts no thread) is left to it: it
+// goes to init when the task ends.
+void ReapInBackground(pid_t pid) {
+  if (Reaped(pid) || base::InIsolatedTask()) return;
+  static Reaper* reaper = new Reaper;
+  reaper->Add(pid);
 }
 
 // Reads what is there without blocking; false at end of file.
