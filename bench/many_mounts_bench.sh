@@ -13,6 +13,7 @@
 # Prints "name value" lines (appended to $RESULTS when set). Runs in a private
 # mount namespace; nothing stays mounted.
 #   bash bench/many_mounts_bench.sh [pairs=1000] [many=10000]
+#   MODES=shared bash bench/many_mounts_bench.sh   # one mode only
 #   GO_DRIVER=/path/to/azurelustreplugin bash bench/many_mounts_bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,7 +97,7 @@ start() {  # mode -> sets $sock and $spid
   wait_socket "$sock"
 }
 
-modes=(shared local)
+modes=(${MODES:-shared local})
 [[ -n "${GO_DRIVER:-}" ]] && modes+=(go)
 have=10
 "$B/bench/mount-many" "$w/many" 10 0

@@ -384,15 +384,15 @@ TEST(CleanupMountPointTest, HungLookIsTreatedLikeCorruption) {
   FakeSyscalls sys;
   ASSERT_TRUE(sys.AddDir("/t").ok());
   ASSERT_TRUE(sys.Mount("t", "/t", "tmpfs", 0, "").ok());
-  sys.HangNext(Op::kOpen, 1);
+  sys.HangNext(Op::kMountIdOf, 1);
   base::FakeClock clock;
-  absl::Status s = WithTimeoutsPassing(clock, sys, Op::kOpen, {absl::Seconds(30)}, [&] {
+  absl::Status s = WithTimeoutsPassing(clock, sys, Op::kMountIdOf, {absl::Seconds(30)}, [&] {
     return CleanupMountPoint(sys, "/t", OnClock(&clock));
   });
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_FALSE(sys.Exists("/t"));
   EXPECT_EQ(sys.CallCount(Op::kReadMountInfo), 1);  // the table stood in for the look
-  sys.Release(Op::kOpen);
+  sys.Release(Op::kMountIdOf);
 }
 
 TEST(CleanupMountPointTest, HungPlainUnmountGoesOnToForceNotAgainToPlain) {

@@ -131,28 +131,25 @@ absl::StatusOr<MountChecker::Look> MountChecker::LookAt(const std::string& path,
                                                         std::optional<uint64_t>* parent_id) {
   std::optional<uint64_t> own_parent_id;
   if (parent_id == nullptr) parent_id = &own_parent_id;
-  OpenHow how;
-  how.access = OpenAccess::kPath;
-  how.nofollow = true;
-  absl::StatusOr<ScopedFd> target = Open(*sys_, kAtCwd, path, how);
-  if (absl::IsNotFound(target.status())) return Look();
-  if (!target.ok()) return target.status();
-  if (!parent_id->has_value()) {
-    how.nofollow = false;  // the parent as the target's walk reached it
-    absl::StatusOr<ScopedFd> parent = Open(*sys_, kAtCwd, ParentPath(path), how);
-    if (!parent.ok()) return parent.status();
-    absl::StatusOr<uint64_t> id = sys_->MountIdOf(parent->get());
-    if (!id.ok()) return id.status();
-    *parent_id = *id;
-  }
-  absl::StatusOr<uint64_t> id = sys_->MountIdOf(target->get());
+  absl::StatusOr<uint64_t> id = sys_->MountIdAt(path, /*follow=*/false);
+  if (absl::IsNotFound(id.status())) return Look();
   if (!id.ok()) return id.status();
+  if (!parent_id->has_value()) {
+    // The parent as the target's walk reached it.
+    absl::StatusOr<uint64_t> parent = sys_->MountIdAt(ParentPath(path), /*follow=*/true);
+    if (!parent.ok()) return parent.status();
+    *parent_id = *parent;
+  }
   Look look;
-  look.exists = true;
   look.mounted = *id != **parent_id;
-  if (look.mounted) return look;
-  absl::StatusOr<FileInfo> info = sys_->StatAt(target->get(), "");
+  if (look.mounted) {
+    look.exists = true;
+    return look;
+  }
+  absl::StatusOr<FileInfo> info = sys_->StatAt(kAtCwd, path);
+  if (absl::IsNotFound(info.status())) return Look();  // gone since
   if (!info.ok()) return info.status();
+  look.exists = true;
   look.info = *info;
   return look;
 }

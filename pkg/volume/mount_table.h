@@ -20,7 +20,7 @@
 //
 // MountChecker::LookAt tells the same without a stat of a mounted path (so
 // without waiting for a file system that does not answer), with the mount
-// ids of O_PATH descriptors.
+// ids the paths' walks reach.
 //
 // MountChecker does not own the Syscalls, which must outlive it; it keeps no
 // state and is thread-safe.
@@ -85,12 +85,12 @@ class MountChecker {
     FileInfo info;         // when it exists and is not mounted
   };
 
-  // What is at `path`, without a stat of a mount there: `path` opened
-  // O_PATH, the last component not followed (a walk stops at a mount's root
-  // without calling into its file system), and its mount id
-  // (Syscalls::MountIdOf) compared with its parent directory's. Only what is
-  // not a mount point, a name in the parent's file system, is stat'ed, on the
-  // descriptor. Never reads the table; a symlink is never a mount point.
+  // What is at `path`, without a stat of a mount there: the mount id its
+  // walk reaches, the last component not followed (a walk stops at a
+  // mount's root without calling into its file system;
+  // Syscalls::MountIdAt), compared with its parent directory's. Only what
+  // is not a mount point, a name in the parent's file system, is stat'ed
+  // (not followed). Never reads the table; a symlink is never a mount point.
   // `parent_id`: the parent's mount id, used when set and filled in when not
   // (a caller that looks again after an unmount at `path` keeps it).
   absl::StatusOr<Look> LookAt(const std::string& path,

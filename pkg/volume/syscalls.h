@@ -305,6 +305,12 @@ class Syscalls {
   // answers where that file system does not.
   virtual absl::StatusOr<uint64_t> MountIdOf(int fd) = 0;
 
+  // MountIdOf what `path` names (its final symlink followed only when
+  // `follow`), found by the path's walk alone: one system call where
+  // opening and closing it would take three. NOT_FOUND where it does not
+  // exist. Counted as SyscallOp::kMountIdOf.
+  virtual absl::StatusOr<uint64_t> MountIdAt(const std::string& path, bool follow) = 0;
+
   // geteuid(2): who owns what this process makes.
   virtual uint32_t EffectiveUid() = 0;
 

@@ -510,6 +510,15 @@ TYPED_TEST(SyscallsContractTest, MountIdOfTellsAMountPointFromItsParentsDirector
   ASSERT_TRUE(info.ok());
   if (info->has_mount_id) EXPECT_EQ(info->mount_id, *dst_id);  // statx before 5.8 has none
   EXPECT_EQ(ErrnoOf(sys.MountIdOf(987654).status()), EBADF);
+  // The same ids from the paths' walks alone; a final symlink followed only
+  // when asked.
+  this->env_.AddSymlink("dst", "link");
+  EXPECT_EQ(sys.MountIdAt(this->At("dst"), false).value_or(0), *dst_id);
+  EXPECT_EQ(sys.MountIdAt(this->At("plain"), false).value_or(0), *parent_id);
+  EXPECT_EQ(sys.MountIdAt(this->root(), true).value_or(0), *parent_id);
+  EXPECT_EQ(sys.MountIdAt(this->At("link"), false).value_or(0), *parent_id) << "not followed";
+  EXPECT_EQ(sys.MountIdAt(this->At("link"), true).value_or(0), *dst_id);
+  EXPECT_EQ(sys.MountIdAt(this->At("missing"), false).status().code(), absl::StatusCode::kNotFound);
   dst->Reset();
   ASSERT_TRUE(sys.Unmount(this->At("dst"), 0).ok());
 }

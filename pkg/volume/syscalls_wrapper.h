@@ -74,6 +74,9 @@ class SyscallsWrapper : public Syscalls {
   absl::Status Fsync(int fd) override { return target_->Fsync(fd); }
   absl::StatusOr<std::string> PathOf(int fd) override { return target_->PathOf(fd); }
   absl::StatusOr<uint64_t> MountIdOf(int fd) override { return target_->MountIdOf(fd); }
+  absl::StatusOr<uint64_t> MountIdAt(const std::string& path, bool follow) override {
+    return target_->MountIdAt(path, follow);
+  }
   uint32_t EffectiveUid() override { return target_->EffectiveUid(); }
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override {
     return target_->WatchDir(dir);

@@ -341,12 +341,15 @@ TEST_P(ResolveBeneathTest, MountIdOfADescriptorOnEveryPath) {
     return static_cast<int64_t>(stx.stx_mnt_id);
   };
   // Each path's id, as MountIdOfDescriptor gives it on an O_PATH descriptor.
+  // And as MountIdOfPath gives it from the path itself, not followed.
   auto ids = [&](const std::vector<std::string>& paths) {
     std::vector<int64_t> out;
     for (const std::string& path : paths) {
       int fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
       out.push_back(fd < 0 ? -3 : MountIdOfDescriptor(fd));
       if (fd >= 0) close(fd);
+      int64_t by_path = MountIdOfPath(path.c_str(), false);
+      if (by_path != out.back()) out.back() = -4;
     }
     return out;
   };
@@ -362,6 +365,8 @@ TEST_P(ResolveBeneathTest, MountIdOfADescriptorOnEveryPath) {
   EXPECT_EQ(errno, EOPNOTSUPP) << "/proc has no file handles: the fdinfo path";
   EXPECT_EQ(MountIdOfDescriptor(987654), -1);
   EXPECT_EQ(errno, EBADF);
+  EXPECT_EQ(MountIdOfPath((root_ + "/missing").c_str(), false), -1);
+  EXPECT_EQ(errno, ENOENT);
 
   // On a thread whose seccomp filter answers ENOSYS for name_to_handle_at.
   std::vector<int64_t> refused;

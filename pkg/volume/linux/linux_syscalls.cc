@@ -393,6 +393,12 @@ class LinuxSyscalls : public Syscalls {
     return static_cast<uint64_t>(id);
   }
 
+  absl::StatusOr<uint64_t> MountIdAt(const std::string& path, bool follow) override {
+    int64_t id = os::MountIdOfPath(path.c_str(), follow);
+    if (id < 0) return ErrnoError(errno, absl::StrCat("mount id of ", path));
+    return static_cast<uint64_t>(id);
+  }
+
   uint32_t EffectiveUid() override { return geteuid(); }
 
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override {

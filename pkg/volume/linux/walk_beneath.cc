@@ -92,6 +92,17 @@ int64_t HandleMountId(int dir_fd, const char* name, int flags) {
 // where /proc/self/fdinfo still tells.
 bool NoHandles(int err) { return err == EOPNOTSUPP || err == ENOSYS || err == EPERM; }
 
+// The fdinfo fallback for a name: opened O_PATH for the read, and closed.
+int64_t FdinfoMountIdAt(int dir_fd, const char* name, bool follow) {
+  int fd = openat(dir_fd, name, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  if (fd < 0) return -1;
+  int64_t id = MountIdFromFdinfo(fd);
+  int err = errno;
+  close(fd);
+  errno = err;
+  return id;
+}
+
 std::vector<std::string> Components(const char* path) {
   return absl::StrSplit(path, '/', absl::SkipEmpty());
 }
@@ -125,19 +136,19 @@ int64_t MountIdAt(int dir_fd, const char* name) {
   if (empty != 0) return MountIdOfDescriptor(dir_fd);
   int64_t id = HandleMountId(dir_fd, name, 0);
   if (id >= 0 || !NoHandles(errno)) return id;
-  int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return -1;
-  id = MountIdFromFdinfo(fd);
-  int err = errno;
-  close(fd);
-  errno = err;
-  return id;
+  return FdinfoMountIdAt(dir_fd, name, false);
 }
 
 int64_t MountIdOfDescriptor(int fd) {
   int64_t id = HandleMountId(fd, "", AT_EMPTY_PATH);
   if (id >= 0 || !NoHandles(errno)) return id;
   return MountIdFromFdinfo(fd);
+}
+
+int64_t MountIdOfPath(const char* path, bool follow) {
+  int64_t id = HandleMountId(AT_FDCWD, path, follow ? AT_SYMLINK_FOLLOW : 0);
+  if (id >= 0 || !NoHandles(errno)) return id;
+  return FdinfoMountIdAt(AT_FDCWD, path, follow);
 }
 
 int64_t MountIdOf(const struct statx& stx, int dir_fd, const char* name) {

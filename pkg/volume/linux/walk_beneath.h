@@ -55,6 +55,11 @@ int64_t MountIdAt(int dir_fd, const char* name);
 // /proc/self/fdinfo (3.15). -1 with errno set on failure (EBADF: not open).
 int64_t MountIdOfDescriptor(int fd);
 
+// MountIdOfDescriptor of what `path` names (its final symlink followed
+// only when `follow`), from name_to_handle_at(2) of the path itself, else
+// of a descriptor opened O_PATH for the fallback.
+int64_t MountIdOfPath(const char* path, bool follow);
+
 // The mount id `stx` reports - a statx(2) of `name` in `dir_fd` that asked
 // for STATX_MNT_ID - where the kernel gives one, else MountIdAt's.
 int64_t MountIdOf(const struct statx& stx, int dir_fd, const char* name);

@@ -887,6 +887,16 @@ absl::StatusOr<uint64_t> FakeSyscalls::MountIdOf(int fd) {
   return static_cast<uint64_t>(it->second.mount_id);
 }
 
+absl::StatusOr<uint64_t> FakeSyscalls::MountIdAt(const std::string& path, bool follow) {
+  Call call = Enter(Op::kMountIdOf, path);
+  RETURN_IF_ERROR(call.status());
+  absl::MutexLock lock(&mu_);
+  Step at;
+  int err = Resolve(path, follow, &at);
+  if (err != 0) return ErrnoError(err, absl::StrCat("fake mount id of ", path));
+  return static_cast<uint64_t>(mounts_[at.mount]->id);
+}
+
 uint32_t FakeSyscalls::EffectiveUid() { return 0; }
 
 int FakeSyscalls::OpenFileCount() const {

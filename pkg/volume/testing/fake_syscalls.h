@@ -110,6 +110,7 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   absl::Status Fsync(int fd) override;
   absl::StatusOr<std::string> PathOf(int fd) override;
   absl::StatusOr<uint64_t> MountIdOf(int fd) override;
+  absl::StatusOr<uint64_t> MountIdAt(const std::string& path, bool follow) override;
   // 0: the fake's processes are root, and what they make is root's.
   uint32_t EffectiveUid() override;
   // Descriptors opened and not yet closed.

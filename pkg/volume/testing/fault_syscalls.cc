@@ -129,6 +129,12 @@ absl::StatusOr<std::string> FaultSyscalls::PathOf(int fd) {
   return SyscallsWrapper::PathOf(fd);
 }
 
+absl::StatusOr<uint64_t> FaultSyscalls::MountIdAt(const std::string& path, bool follow) {
+  Call call = Enter(Op::kMountIdOf, path);
+  if (!call.status().ok()) return call.status();
+  return SyscallsWrapper::MountIdAt(path, follow);
+}
+
 absl::StatusOr<uint64_t> FaultSyscalls::MountIdOf(int fd) {
   Call call = Enter(Op::kMountIdOf, absl::StrCat(fd));
   if (!call.status().ok()) return call.status();

@@ -48,6 +48,7 @@ class FaultSyscalls : public SyscallsWrapper, public FaultInjector {
   absl::Status Fsync(int fd) override;
   absl::StatusOr<std::string> PathOf(int fd) override;
   absl::StatusOr<uint64_t> MountIdOf(int fd) override;
+  absl::StatusOr<uint64_t> MountIdAt(const std::string& path, bool follow) override;
   absl::StatusOr<std::unique_ptr<DirWatch>> WatchDir(const std::string& dir) override;
 };
 
