@@ -713,7 +713,7 @@ TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldNoThreadEach) {
     return n;
   };
   // After the first, which starts what any publish needs (a worker, the
-  // reaper), the others add no thread.
+  // reaper), the others add no thread of their own.
   int threads = 0;
   for (int i = 0; i < 4; ++i) {
     grpc::Status published = Publish("lustrefs", tmp_.Join(absl::StrCat("pods/h", i)));
@@ -722,7 +722,8 @@ TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldNoThreadEach) {
   }
   EXPECT_TRUE(WaitUntil([&] { return stuck_children() == 4; }, absl::Seconds(5)))
       << stuck_children() << " helpers killed and stuck";
-  EXPECT_EQ(Threads(node_->pid()), threads) << "a thread per helper left";
+  // (One more may come from gRPC's own pool; a thread per helper is three.)
+  EXPECT_LE(Threads(node_->pid()), threads + 1) << "a thread per helper left";
   Thaw();
   EXPECT_TRUE(WaitUntil([&] { return stuck_children() == 0; }, absl::Seconds(10)))
       << stuck_children() << " helpers not reaped";

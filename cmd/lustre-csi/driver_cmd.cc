@@ -423,9 +423,12 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
     // as one without --mount-mode (ids only; create-sub-dir is refused).
     driver::FileSystemAccess* file_systems =
         mounting.has_value() ? mounting->file_systems : nullptr;
+    // What it does in a file system's root runs in a task of its own, which
+    // the process can leave behind where the servers stop answering.
     controller_logic = std::make_unique<driver::ControllerLogic>(
-        file_systems, driver::ControllerOptions{
-                          file_systems != nullptr ? mounting->lfs.get() : nullptr, *project_ids});
+        file_systems,
+        driver::ControllerOptions{file_systems != nullptr ? mounting->lfs.get() : nullptr,
+                                  *project_ids, volume::IsolatedTasks()});
     controller = std::make_unique<driver::ControllerService>(controller_logic.get(), &metrics);
     controller->AddRoutes(routes);
   }

@@ -195,8 +195,7 @@ absl::StatusOr<std::string> ControllerLogic::ProvisionSubDir(const CreateVolumeA
   volume::DirOwner owner{args.name, prov.delete_on_delete, RequestFingerprint(args)};
   LustreSource root{params.mgs_address, params.fs_name, ""};
   std::optional<uint32_t> project;
-  absl::Status status = file_systems_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
-                                                                    const std::string& fs_root) {
+  absl::Status status = InFileSystem(root, [&](volume::Syscalls& sys, const std::string& fs_root) {
     // The project ID first (the one the volume holds, after a retry or a
     // restart), so the marker can record it.
     std::optional<ProjectClaim> claim;
@@ -317,8 +316,8 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   if (file_systems_ != nullptr && !id->sub_dir.empty() && !absl::StrContains(id->sub_dir, "${")) {
     LustreSource root{id->mgs_address, id->fs_name, ""};
     bool removed = false;
-    absl::Status status = file_systems_->WithFileSystemRoot(root, [&](volume::Syscalls& sys,
-                                                                      const std::string& fs_root) {
+    absl::Status status = InFileSystem(root, [&](volume::Syscalls& sys,
+                                                 const std::string& fs_root) {
       absl::StatusOr<bool> released = volume::ReleaseOwnedDir(sys, fs_root, id->sub_dir, id->name);
       if (!released.ok()) return released.status();
       removed = *released;
@@ -340,6 +339,14 @@ absl::Status ControllerLogic::Delete(const std::string& volume_id) {
   if (it != by_name_.end() && it->second.volume.volume_id == volume_id) by_name_.erase(it);
   LOG(INFO) << "deleted volume " << volume_id << " (the file system itself is kept)";
   return absl::OkStatus();
+}
+
+absl::Status ControllerLogic::InFileSystem(const LustreSource& root,
+                                           const FileSystemAccess::FsRootFn& fn) {
+  return file_systems_->WithFileSystemRoot(
+      root, [&](volume::Syscalls& sys, const std::string& fs_root) {
+        return volume::RunIn(options_.isolation, [&] { return fn(sys, fs_root); });
+      });
 }
 
 absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume_id,
@@ -373,43 +380,43 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
   }
   std::optional<ExpandedVolume> enforced;
   bool missing = false;
-  absl::Status status = file_systems_->WithFileSystemRoot(
-      {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
-        absl::Status there = volume::StatBeneath(sys, root, id->sub_dir).status();
-        if (absl::IsNotFound(there)) {
-          missing = true;
-          return absl::OkStatus();
-        }
-        if (!there.ok()) return there;
-        // The claims decide whether the volume has a quota, never a marker
-        // in the volume's own directory (a pod can write there).
-        ASSIGN_OR_RETURN(std::optional<uint32_t> held, FindProjectClaim(sys, root, id->name));
-        if (!held.has_value()) return absl::OkStatus();
-        const uint32_t project = *held;
-        if (options_.lfs == nullptr) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("volume ", volume_id, " has a project quota (project ", project,
-                           "); raising it needs the host's lfs: a controller in "
-                           "--mount-mode=lustre"));
-        }
-        ASSIGN_OR_RETURN(int64_t want, QuotaCapacity(required_bytes, limit_bytes));
-        ASSIGN_OR_RETURN(RecordedLimits recorded, ReadRecordedLimits(sys, root, project));
-        if (recorded.bytes >= static_cast<uint64_t>(want)) {
-          if (limit_bytes > 0 && recorded.bytes > static_cast<uint64_t>(limit_bytes)) {
-            return absl::OutOfRangeError(absl::StrCat("volume ", volume_id, " is ", recorded.bytes,
-                                                      " bytes already, above ", "limit_bytes ",
-                                                      limit_bytes, "; a quota is never lowered"));
-          }
-          enforced = ExpandedVolume{static_cast<int64_t>(recorded.bytes)};
-          return absl::OkStatus();
-        }
-        RETURN_IF_ERROR(
-            SetLimits(sys, root, project, {static_cast<uint64_t>(want), recorded.inodes}));
-        LOG(INFO) << "volume " << volume_id << ": project " << project << " limit raised from "
-                  << recorded.bytes << " to " << want << " bytes";
-        enforced = ExpandedVolume{want};
-        return absl::OkStatus();
-      });
+  absl::Status status = InFileSystem({id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys,
+                                                                             const std::string&
+                                                                                 root) {
+    absl::Status there = volume::StatBeneath(sys, root, id->sub_dir).status();
+    if (absl::IsNotFound(there)) {
+      missing = true;
+      return absl::OkStatus();
+    }
+    if (!there.ok()) return there;
+    // The claims decide whether the volume has a quota, never a marker
+    // in the volume's own directory (a pod can write there).
+    ASSIGN_OR_RETURN(std::optional<uint32_t> held, FindProjectClaim(sys, root, id->name));
+    if (!held.has_value()) return absl::OkStatus();
+    const uint32_t project = *held;
+    if (options_.lfs == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("volume ", volume_id, " has a project quota (project ", project,
+                       "); raising it needs the host's lfs: a controller in "
+                       "--mount-mode=lustre"));
+    }
+    ASSIGN_OR_RETURN(int64_t want, QuotaCapacity(required_bytes, limit_bytes));
+    ASSIGN_OR_RETURN(RecordedLimits recorded, ReadRecordedLimits(sys, root, project));
+    if (recorded.bytes >= static_cast<uint64_t>(want)) {
+      if (limit_bytes > 0 && recorded.bytes > static_cast<uint64_t>(limit_bytes)) {
+        return absl::OutOfRangeError(absl::StrCat("volume ", volume_id, " is ", recorded.bytes,
+                                                  " bytes already, above ", "limit_bytes ",
+                                                  limit_bytes, "; a quota is never lowered"));
+      }
+      enforced = ExpandedVolume{static_cast<int64_t>(recorded.bytes)};
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(SetLimits(sys, root, project, {static_cast<uint64_t>(want), recorded.inodes}));
+    LOG(INFO) << "volume " << volume_id << ": project " << project << " limit raised from "
+              << recorded.bytes << " to " << want << " bytes";
+    enforced = ExpandedVolume{want};
+    return absl::OkStatus();
+  });
   if (!status.ok()) return volume::Annotate(status, absl::StrCat("expanding volume ", volume_id));
   if (missing) {
     return absl::NotFoundError(absl::StrCat("volume ", volume_id, " does not exist: its sub-dir ",
@@ -449,19 +456,19 @@ absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
   std::optional<volume::DirOwner> owner;
   bool missing = false;
   bool reached = false;
-  absl::Status result = file_systems_->WithFileSystemRoot(
-      {id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys, const std::string& root) {
-        reached = true;
-        absl::StatusOr<std::optional<volume::DirOwner>> read =
-            volume::ReadDirOwner(sys, root, id->sub_dir);
-        if (read.status().code() == absl::StatusCode::kNotFound) {
-          missing = true;
-          return absl::OkStatus();
-        }
-        if (!read.ok()) return read.status();
-        owner = *read;
-        return absl::OkStatus();
-      });
+  absl::Status result = InFileSystem({id->mgs_address, id->fs_name, ""},
+                                     [&](volume::Syscalls& sys, const std::string& root) {
+                                       reached = true;
+                                       absl::StatusOr<std::optional<volume::DirOwner>> read =
+                                           volume::ReadDirOwner(sys, root, id->sub_dir);
+                                       if (read.status().code() == absl::StatusCode::kNotFound) {
+                                         missing = true;
+                                         return absl::OkStatus();
+                                       }
+                                       if (!read.ok()) return read.status();
+                                       owner = *read;
+                                       return absl::OkStatus();
+                                     });
   if (!result.ok() && reached) {
     return volume::Annotate(result, absl::StrCat("checking the sub-dir of volume ", volume_id));
   }

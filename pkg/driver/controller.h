@@ -29,6 +29,7 @@
 #include "pkg/driver/parameters.h"
 #include "pkg/driver/project_ids.h"
 #include "pkg/driver/volume_locks.h"
+#include "pkg/volume/isolation.h"
 
 namespace lustre_csi::driver {
 
@@ -76,6 +77,11 @@ struct ControllerOptions {
   // FAILED_PRECONDITION. Borrowed.
   LustreTool* lfs = nullptr;
   ProjectIdRange project_ids = kDefaultProjectIds;
+  // Where the work in a file system's root runs (borrowed; null: the
+  // calling thread): in production a task of its own (volume::IsolatedTasks),
+  // so a call whose servers stop answering holds no thread of the process,
+  // which can then still exit.
+  volume::Isolation* isolation = nullptr;
 };
 
 class ControllerLogic {
@@ -130,6 +136,11 @@ class ControllerLogic {
   // once its sub-dir is gone; none held: OK.
   absl::Status FreeProject(volume::Syscalls& sys, const std::string& root,
                            const std::string& volume);
+
+  // file_systems_->WithFileSystemRoot with `fn` run in options_.isolation:
+  // what it asks of the file system may wait for servers that do not
+  // answer.
+  absl::Status InFileSystem(const LustreSource& root, const FileSystemAccess::FsRootFn& fn);
 
   FileSystemAccess* const file_systems_;
   const ControllerOptions options_;

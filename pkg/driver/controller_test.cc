@@ -5,6 +5,7 @@
 #include "pkg/driver/fake_lfs.h"
 #include "pkg/volume/owned_dir.h"
 #include "pkg/volume/testing/fake_syscalls.h"
+#include "pkg/volume/testing/fault_injector.h"
 #include "pkg/volume/tree.h"
 
 namespace lustre_csi::driver {
@@ -403,6 +404,62 @@ TEST_F(QuotaControllerTest, DeleteClearsTheQuotaAndFreesTheIdRetainKeepsThem) {
   EXPECT_EQ(lfs_.LimitsOf(800).block_kib, static_cast<uint64_t>(kGiB / kKiB));
   EXPECT_EQ(Logic({800, 800}).Create(QuotaArgs("pvc-y", kGiB)).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+// The host's lfs, counting the calls made outside a marking isolation.
+class LfsCallsOutside : public LustreTool {
+ public:
+  explicit LfsCallsOutside(LustreTool* lfs) : lfs_(lfs) {}
+  absl::Status SetProject(const std::string& dir, uint32_t id) override {
+    Count();
+    return lfs_->SetProject(dir, id);
+  }
+  absl::Status SetProjectQuota(const std::string& mount, uint32_t id,
+                               const QuotaLimits& limits) override {
+    Count();
+    return lfs_->SetProjectQuota(mount, id, limits);
+  }
+  absl::Status SetDefaultLayout(const std::string& dir, const StripeLayout& layout) override {
+    Count();
+    return lfs_->SetDefaultLayout(dir, layout);
+  }
+  int calls = 0;
+  int outside = 0;
+
+ private:
+  void Count() {
+    ++calls;
+    if (!volume::InMarkedIsolation()) ++outside;
+  }
+  LustreTool* const lfs_;
+};
+
+// What the controller does in a file system's root (the sub-dir, its
+// project and quota, the claims; lfs) runs in the isolation given: where
+// the servers stop answering, a task waits there, not a thread of the
+// process, which can then still exit.
+TEST_F(QuotaControllerTest, TheWorkInAFileSystemRunsInTheIsolation) {
+  volume::MarkingIsolation isolation;
+  LfsCallsOutside lfs(&lfs_);
+  ControllerLogic logic(&mode_, {&lfs, {500, 599}, &isolation});
+  CreateVolumeArgs args = QuotaArgs("pvc-i", 10 * kGiB);
+  args.parameters["sub-dir-stripe-count"] = "4";
+  sys_.ResetCalls();
+  absl::StatusOr<CreatedVolume> v = logic.Create(args);
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_TRUE(logic.Expand(v->volume_id, 20 * kGiB, 0).ok());
+  ASSERT_TRUE(logic.CheckExists(v->volume_id, v->context).ok());
+  ASSERT_TRUE(logic.Delete(v->volume_id).ok());
+  EXPECT_EQ(isolation.runs(), 4);
+  int calls = 0;
+  for (int i = 0; i < volume::kNumSyscallOps; ++i) {
+    const auto op = static_cast<volume::SyscallOp>(i);
+    calls += sys_.CallCount(op);
+    EXPECT_EQ(sys_.IsolatedCallCount(op), sys_.CallCount(op)) << volume::SyscallOpName(op);
+  }
+  EXPECT_GT(calls, 10);
+  EXPECT_GE(lfs.calls, 4);  // setstripe, project, two setquota, the clear
+  EXPECT_EQ(lfs.outside, 0);
 }
 
 // Nothing half-done: a failure after the directory exists takes it and its
