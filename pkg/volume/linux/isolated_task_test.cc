@@ -203,42 +203,56 @@ TEST(IsolatedTaskTest, ATaskAndItsProcessDieTogether) {
 
 // A task that would wait for ever is killed by AbandonAll, before it runs
 // any more of its work; its caller, whose storage the task may have left
-// half changed, waits for the process to end. (Run last: no work starts in
-// this process after it.)
+// half changed, waits for the process to end; and no work starts any more.
+// In a child process of its own, which makes tasks of its own, so the other
+// tests keep theirs whatever their order; what it saw is its exit code.
 TEST(IsolatedTaskTest, AbandonAllKillsWhatStillRuns) {
-  std::atomic<pid_t> task{0};
-  std::atomic<bool> went_on{false};
-  std::atomic<bool> returned{false};
-  std::thread caller([&] {
-    IsolatedTasks()->Run([&] {
-      task = getpid();
-      pause();  // waits for a signal that never comes
-      went_on = true;
+  enum : int { kTaskLives = 1, kWentOn = 2, kCallerReturned = 4, kWorkRanAfter = 8 };
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<pid_t> task{0};
+    std::atomic<bool> went_on{false};
+    std::atomic<bool> returned{false};
+    std::thread caller([&] {
+      IsolatedTasks()->Run([&] {
+        task = getpid();
+        pause();  // waits for a signal that never comes
+        went_on = true;
+      });
+      returned = true;
     });
-    returned = true;
-  });
-  caller.detach();
-  while (task.load() == 0) absl::SleepFor(absl::Milliseconds(1));
-  absl::SleepFor(absl::Milliseconds(20));
-  IsolatedTasks()->AbandonAll();
-  auto dead = [&] {
-    std::string stat;
-    std::ifstream in(absl::StrCat("/proc/", task.load(), "/stat"));
-    if (!std::getline(in, stat)) return true;
-    size_t close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() &&
-           (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
-  };
-  absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!dead() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-  EXPECT_TRUE(dead());
-  absl::SleepFor(absl::Milliseconds(50));
-  EXPECT_FALSE(went_on.load());
-  EXPECT_FALSE(returned.load()) << "the caller went on with its storage in an unknown state";
-  // Once abandoned, no work starts any more.
-  bool ran = false;
-  IsolatedTasks()->Run([&] { ran = true; });
-  EXPECT_FALSE(ran);
+    caller.detach();
+    while (task.load() == 0) absl::SleepFor(absl::Milliseconds(1));
+    absl::SleepFor(absl::Milliseconds(20));
+    IsolatedTasks()->AbandonAll();
+    auto dead = [&] {
+      std::string stat;
+      std::ifstream in(absl::StrCat("/proc/", task.load(), "/stat"));
+      if (!std::getline(in, stat)) return true;
+      size_t close = stat.rfind(')');
+      return close != std::string::npos && close + 2 < stat.size() &&
+             (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
+    };
+    absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (!dead() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+    int seen = dead() ? 0 : kTaskLives;
+    absl::SleepFor(absl::Milliseconds(50));
+    if (went_on.load()) seen |= kWentOn;
+    if (returned.load()) seen |= kCallerReturned;
+    bool ran = false;
+    IsolatedTasks()->Run([&] { ran = true; });
+    if (ran) seen |= kWorkRanAfter;
+    _exit(seen);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << WTERMSIG(status);
+  const int seen = WEXITSTATUS(status);
+  EXPECT_EQ(seen & kTaskLives, 0) << "the task was not killed";
+  EXPECT_EQ(seen & kWentOn, 0) << "the task went on with its work";
+  EXPECT_EQ(seen & kCallerReturned, 0) << "the caller went on with its storage in an unknown state";
+  EXPECT_EQ(seen & kWorkRanAfter, 0) << "work started after AbandonAll";
 }
 
 }  // namespace
