@@ -25,6 +25,21 @@
 namespace lustre_csi::volume {
 namespace {
 
+// Whether the process `pid` is gone (reaped, or a zombie) within 10 s.
+bool AwaitGone(pid_t pid) {
+  auto gone = [pid] {
+    std::string stat;
+    std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+    if (!std::getline(in, stat)) return true;
+    size_t close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() &&
+           (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
+  };
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!gone() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  return gone();
+}
+
 // The thread ids of this process's thread group.
 std::vector<pid_t> Threads() {
   std::vector<pid_t> out;
@@ -188,17 +203,7 @@ TEST(IsolatedTaskTest, ATaskAndItsProcessDieTogether) {
   kill(child, SIGKILL);
   ASSERT_EQ(waitpid(child, &status, 0), child);
   // The task, reparented, dies and is reaped (or shows as a zombie).
-  auto gone = [task] {
-    std::string stat;
-    std::ifstream in(absl::StrCat("/proc/", task, "/stat"));
-    if (!std::getline(in, stat)) return true;
-    size_t close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() &&
-           (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
-  };
-  absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!gone() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-  EXPECT_TRUE(gone()) << "task " << task << " outlived its process";
+  EXPECT_TRUE(AwaitGone(task)) << "task " << task << " outlived its process";
 }
 
 // A task that would wait for ever is killed by AbandonAll, before it runs
@@ -226,17 +231,7 @@ TEST(IsolatedTaskTest, AbandonAllKillsWhatStillRuns) {
     while (task.load() == 0) absl::SleepFor(absl::Milliseconds(1));
     absl::SleepFor(absl::Milliseconds(20));
     IsolatedTasks()->AbandonAll();
-    auto dead = [&] {
-      std::string stat;
-      std::ifstream in(absl::StrCat("/proc/", task.load(), "/stat"));
-      if (!std::getline(in, stat)) return true;
-      size_t close = stat.rfind(')');
-      return close != std::string::npos && close + 2 < stat.size() &&
-             (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
-    };
-    absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (!dead() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-    int seen = dead() ? 0 : kTaskLives;
+    int seen = AwaitGone(task.load()) ? 0 : kTaskLives;
     absl::SleepFor(absl::Milliseconds(50));
     if (went_on.load()) seen |= kWentOn;
     if (returned.load()) seen |= kCallerReturned;
