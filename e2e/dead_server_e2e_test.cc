@@ -70,25 +70,6 @@ int ThreadsOnFuse(pid_t pid) {
   return n;
 }
 
-// The processes whose parent is `pid`.
-std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
-    int child = 0;
-    if (!absl::SimpleAtoi(proc.path().filename().string(), &child)) continue;
-    std::string stat = ReadFile(proc.path().string() + "/stat");
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
-    int ppid = 0;
-    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &ppid) && ppid == pid) {
-      out.push_back(child);
-    }
-  }
-  return out;
-}
-
 // Children of `pid` (its isolated tasks) waiting for a FUSE answer.
 std::vector<pid_t> ChildrenOnFuse(pid_t pid) {
   std::vector<pid_t> out;
@@ -96,14 +77,6 @@ std::vector<pid_t> ChildrenOnFuse(pid_t pid) {
     if (WaitsOnFuse(absl::StrCat("/proc/", child))) out.push_back(child);
   }
   return out;
-}
-
-// The process state letter of `pid` ('D': uninterruptible sleep, 'Z': not
-// reaped), 0 when it is gone.
-char StateOf(pid_t pid) {
-  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  size_t close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
 }
 
 class DeadServerE2eTest : public testing::TestWithParam<std::string> {
@@ -209,9 +182,9 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
         [&] {
           std::error_code ec;
           for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
-            std::string stat = ReadFile(task.path().string() + "/stat");
-            size_t close = stat.rfind(')');
-            if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') {
+            int tid = 0;
+            if (!absl::SimpleAtoi(task.path().filename().string(), &tid) ||
+                ProcessState(tid) != 'T') {
               return false;
             }
           }
@@ -645,7 +618,7 @@ TEST_P(UninterruptibleE2eTest, SigtermEndsTheNodeWhileItsTasksWaitUninterruptibl
   absl::SleepFor(absl::Seconds(1));
   int status = 0;
   EXPECT_EQ(waitpid(control, &status, WNOHANG), 0) << "the killed control process ended";
-  EXPECT_EQ(StateOf(control), 'D');
+  EXPECT_EQ(ProcessState(control), 'D');
 
   // A new publish and a stats look wait there, each in a task (the
   // publish first: once the look has not returned, a publish of the file
@@ -671,8 +644,8 @@ TEST_P(UninterruptibleE2eTest, SigtermEndsTheNodeWhileItsTasksWaitUninterruptibl
   EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "past the 5 s grace period";
   // What it left waits on, killed, in uninterruptible sleep.
   for (pid_t task : waiting) {
-    EXPECT_TRUE(WaitUntil([&] { return StateOf(task) == 'D'; }, absl::Seconds(5)))
-        << "task " << task << " is in state " << StateOf(task);
+    EXPECT_TRUE(WaitUntil([&] { return ProcessState(task) == 'D'; }, absl::Seconds(5)))
+        << "task " << task << " is in state " << ProcessState(task);
   }
 
   // Once the server answers, everything it held goes, and a new node
@@ -680,7 +653,7 @@ TEST_P(UninterruptibleE2eTest, SigtermEndsTheNodeWhileItsTasksWaitUninterruptibl
   Thaw();
   EXPECT_EQ(waitpid(control, &status, 0), control);
   for (pid_t task : waiting) {
-    EXPECT_TRUE(WaitUntil([&] { return StateOf(task) == 0; }, absl::Seconds(10)))
+    EXPECT_TRUE(WaitUntil([&] { return ProcessState(task) == 0; }, absl::Seconds(10)))
         << "task " << task << " stays";
   }
   node_.reset();
@@ -708,7 +681,7 @@ TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldNoThreadEach) {
   auto stuck_children = [&] {
     int n = 0;
     for (pid_t child : ChildrenOf(node_->pid())) {
-      n += StateOf(child) == 'D' || StateOf(child) == 'Z';
+      n += ProcessState(child) == 'D' || ProcessState(child) == 'Z';
     }
     return n;
   };

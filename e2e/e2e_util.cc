@@ -286,7 +286,7 @@ std::vector<std::string> MountsUnder(const std::string& prefix) {
   return out;
 }
 
-std::vector<pid_t> ChildProcesses() {
+std::vector<pid_t> ChildrenOf(pid_t parent) {
   std::vector<pid_t> out;
   for (pid_t pid : AllPids()) {
     // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.
@@ -294,9 +294,17 @@ std::vector<pid_t> ChildProcesses() {
     size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;
     std::vector<std::string> fields = absl::StrSplit(stat.substr(paren + 2), ' ');
-    if (fields.size() > 1 && fields[1] == absl::StrCat(getpid())) out.push_back(pid);
+    if (fields.size() > 1 && fields[1] == absl::StrCat(parent)) out.push_back(pid);
   }
   return out;
+}
+
+std::vector<pid_t> ChildProcesses() { return ChildrenOf(getpid()); }
+
+char ProcessState(pid_t pid) {
+  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
 }
 
 std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
@@ -335,17 +343,8 @@ std::vector<pid_t> DriverTasksOf(pid_t pid) {
   ssize_t n = readlink(absl::StrCat("/proc/", pid, "/exe").c_str(), exe, sizeof(exe));
   if (n <= 0) return out;
   const std::string own(exe, static_cast<size_t>(n));
-  std::error_code ec;
-  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
-    int child = 0;
-    if (!absl::SimpleAtoi(proc.path().filename().string(), &child)) continue;
-    std::string stat = ReadFile(proc.path().string() + "/stat");
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
-    int ppid = 0;
-    if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &ppid) || ppid != pid) continue;
-    n = readlink((proc.path().string() + "/exe").c_str(), exe, sizeof(exe));
+  for (pid_t child : ChildrenOf(pid)) {
+    n = readlink(absl::StrCat("/proc/", child, "/exe").c_str(), exe, sizeof(exe));
     if (n > 0 && std::string(exe, static_cast<size_t>(n)) == own) out.push_back(child);
   }
   return out;

@@ -139,8 +139,16 @@ std::vector<std::string> MountsUnder(const std::string& prefix);
 // namespace's use of it). Only for tests in a private mount namespace.
 absl::Status PretendLustreModuleLoaded(const std::string& scratch);
 
-// Process ids of this process's children, zombies included (not yet reaped).
+// Process ids of the children of `parent`, zombies included (not yet
+// reaped).
+std::vector<pid_t> ChildrenOf(pid_t parent);
+// Those of this process.
 std::vector<pid_t> ChildProcesses();
+
+// The state letter /proc/<pid>/stat shows for a process (or a thread id):
+// 'D' uninterruptible sleep, 'T' stopped, 'Z' not reaped, ...; 0 when it is
+// gone.
+char ProcessState(pid_t pid);
 
 // Processes other than this one whose command line contains `needle` (say, a
 // TempDir path that every child of a test is given).

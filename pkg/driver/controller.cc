@@ -380,9 +380,8 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
   }
   std::optional<ExpandedVolume> enforced;
   bool missing = false;
-  absl::Status status = InFileSystem({id->mgs_address, id->fs_name, ""}, [&](volume::Syscalls& sys,
-                                                                             const std::string&
-                                                                                 root) {
+  const LustreSource fs{id->mgs_address, id->fs_name, ""};
+  absl::Status status = InFileSystem(fs, [&](volume::Syscalls& sys, const std::string& root) {
     absl::Status there = volume::StatBeneath(sys, root, id->sub_dir).status();
     if (absl::IsNotFound(there)) {
       missing = true;
@@ -456,19 +455,19 @@ absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
   std::optional<volume::DirOwner> owner;
   bool missing = false;
   bool reached = false;
-  absl::Status result = InFileSystem({id->mgs_address, id->fs_name, ""},
-                                     [&](volume::Syscalls& sys, const std::string& root) {
-                                       reached = true;
-                                       absl::StatusOr<std::optional<volume::DirOwner>> read =
-                                           volume::ReadDirOwner(sys, root, id->sub_dir);
-                                       if (read.status().code() == absl::StatusCode::kNotFound) {
-                                         missing = true;
-                                         return absl::OkStatus();
-                                       }
-                                       if (!read.ok()) return read.status();
-                                       owner = *read;
-                                       return absl::OkStatus();
-                                     });
+  const LustreSource fs{id->mgs_address, id->fs_name, ""};
+  absl::Status result = InFileSystem(fs, [&](volume::Syscalls& sys, const std::string& root) {
+    reached = true;
+    absl::StatusOr<std::optional<volume::DirOwner>> read =
+        volume::ReadDirOwner(sys, root, id->sub_dir);
+    if (read.status().code() == absl::StatusCode::kNotFound) {
+      missing = true;
+      return absl::OkStatus();
+    }
+    if (!read.ok()) return read.status();
+    owner = *read;
+    return absl::OkStatus();
+  });
   if (!result.ok() && reached) {
     return volume::Annotate(result, absl::StrCat("checking the sub-dir of volume ", volume_id));
   }
