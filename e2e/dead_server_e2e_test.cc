@@ -159,8 +159,7 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
       umount2(m.c_str(), MNT_DETACH);  // idle shared clients (see tenant_e2e_test)
     }
     EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty());
-    umount2((std::string(kServers) + "/lustrefs").c_str(), MNT_DETACH);
-    umount2((std::string(kServers) + "/otherfs").c_str(), MNT_DETACH);
+    for (const std::string& m : MountsUnder(kServers)) umount2(m.c_str(), MNT_DETACH);
     daemon_.reset();
     std::filesystem::remove_all(kStandin);
   }
@@ -673,10 +672,22 @@ class HelperE2eTest : public UninterruptibleE2eTest {
 };
 
 // A mount helper killed at its timeout while it waits on such a server
-// stays, in state D, until the server answers: the node reaps every one of
-// them with one thread, not a thread each, and once the server answers none
-// is left.
-TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldNoThreadEach) {
+// stays, in state D, until the server answers. The node reaps every one of
+// them with one thread, not a thread each; while one is left, its file
+// system is held up: a retry answers UNAVAILABLE at once and runs no other
+// helper (so over a long outage they do not pile up, one per timeout). Once
+// the server answers, none is left and the file system mounts again.
+TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldTheirFileSystemUpAndNoThread) {
+  // Four file systems on the one server: binds of its mount.
+  const std::vector<std::string> fss = {"lustrefs", "deadfs1", "deadfs2", "deadfs3"};
+  for (size_t i = 1; i < fss.size(); ++i) {
+    const std::string dir = absl::StrCat(kServers, "/", fss[i]);
+    std::filesystem::create_directories(dir);
+    ASSERT_EQ(mount((std::string(kServers) + "/lustrefs").c_str(), dir.c_str(), nullptr, MS_BIND,
+                    nullptr),
+              0)
+        << strerror(errno);
+  }
   Freeze();
   auto stuck_children = [&] {
     int n = 0;
@@ -688,8 +699,8 @@ TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldNoThreadEach) {
   // After the first, which starts what any publish needs (a worker, the
   // reaper), the others add no thread of their own.
   int threads = 0;
-  for (int i = 0; i < 4; ++i) {
-    grpc::Status published = Publish("lustrefs", tmp_.Join(absl::StrCat("pods/h", i)));
+  for (size_t i = 0; i < fss.size(); ++i) {
+    grpc::Status published = Publish(fss[i], tmp_.Join(absl::StrCat("pods/h", i)));
     EXPECT_EQ(published.error_code(), grpc::DEADLINE_EXCEEDED) << published.error_message();
     if (i == 0) threads = Threads(node_->pid());
   }
@@ -697,9 +708,26 @@ TEST_P(HelperE2eTest, HelpersKilledInUninterruptibleSleepHoldNoThreadEach) {
       << stuck_children() << " helpers killed and stuck";
   // (One more may come from gRPC's own pool; a thread per helper is three.)
   EXPECT_LE(Threads(node_->pid()), threads + 1) << "a thread per helper left";
+
+  for (size_t i = 0; i < fss.size(); ++i) {
+    absl::Time start = absl::Now();
+    grpc::Status retried = Publish(fss[i], tmp_.Join(absl::StrCat("pods/r", i)));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << fss[i];
+    EXPECT_EQ(retried.error_code(), grpc::UNAVAILABLE) << retried.error_message();
+    EXPECT_THAT(retried.error_message(),
+                HasSubstr(absl::StrCat(":/", fss[i], " has not answered the mount at ",
+                                       tmp_.Join(absl::StrCat("pods/h", i)))));
+    EXPECT_THAT(retried.error_message(), HasSubstr("the mount gave up"));
+  }
+  EXPECT_EQ(stuck_children(), 4) << "a retry ran another helper";
+
   Thaw();
   EXPECT_TRUE(WaitUntil([&] { return stuck_children() == 0; }, absl::Seconds(10)))
       << stuck_children() << " helpers not reaped";
+  // (The reaper looks every 100 ms.)
+  EXPECT_TRUE(
+      WaitUntil([&] { return Publish("deadfs1", tmp_.Join("pods/new")).ok(); }, absl::Seconds(5)))
+      << Log();
 }
 
 std::string ModeName(const testing::TestParamInfo<std::string>& info) {

@@ -98,7 +98,8 @@ DEFINE_string(lustre_params_root, "/",
 DEFINE_int32(mount_timeout_seconds, 90,
              "a mount that takes longer is killed and fails; keep it below the CO's own call "
              "timeout (the kubelet's and Nomad's: 2 minutes), so a publish answers before its "
-             "caller gives up");
+             "caller gives up. A mount helper killed that still waits for its servers holds its "
+             "file system up (publishes of it answer UNAVAILABLE at once) until it has ended");
 DEFINE_int64(max_volumes_per_node, 0, "reported by NodeGetInfo; 0 means no limit");
 DEFINE_string(topology, "",
               "node topology for NodeGetInfo, as key=value[,key=value] (a comma inside a value: "

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
+#include "pkg/volume/left_behind.h"
 
 namespace lustre_csi::driver {
 namespace {
@@ -97,6 +98,57 @@ TEST(MountSlotsTest, AFileSystemThatStalledMeanwhileIsCheckedAgain) {
   waiter.join();
   EXPECT_EQ(waited.code(), absl::StatusCode::kUnavailable) << waited;
   EXPECT_THAT(waited.message(), HasSubstr("has not answered the mount at /pods/a"));
+}
+
+// A mount that gave up and left work behind (a helper killed at its timeout
+// that still waits for the servers) gives its slot back, but its file
+// system stays held up, however young, until that work ends: retries start
+// no more of it. Other file systems get the slot.
+TEST(MountSlotsTest, WorkLeftBehindHoldsItsFileSystemUpUntilItEnds) {
+  base::FakeClock clock;
+  volume::LeftBehind left;
+  MountSlots slots(1, absl::Milliseconds(50), absl::Seconds(10), &clock, &left);
+  uint64_t helper = left.Add();
+  {
+    absl::StatusOr<MountSlots::Slot> gave_up = slots.Acquire(kDead, "/pods/a");
+    ASSERT_TRUE(gave_up.ok()) << gave_up.status();
+    slots.HoldFileSystemUntilEnded(std::move(*gave_up), helper);
+  }
+  absl::StatusOr<MountSlots::Slot> retry = slots.Acquire(kDead, "/pods/a");
+  EXPECT_EQ(retry.status().code(), absl::StatusCode::kUnavailable) << retry.status();
+  EXPECT_THAT(retry.status().message(),
+              HasSubstr("has not answered the mount at /pods/a since 2023-11-14T22:13:20Z (the "
+                        "mount gave up; what it left still waits for the file system)"));
+  {
+    absl::StatusOr<MountSlots::Slot> other = slots.Acquire(kAlive, "/pods/b");
+    EXPECT_TRUE(other.ok()) << other.status() << ": the one slot was not given back";
+  }
+  clock.Advance(absl::Hours(1));
+  EXPECT_FALSE(slots.Acquire(kDead, "/pods/c").ok()) << "held up only for a while";
+
+  left.End(helper);
+  EXPECT_TRUE(slots.Acquire(kDead, "/pods/c").ok());
+}
+
+// Work that ended before it was handed over holds nothing up; work that
+// ends after the slots are gone (the node shut down) finds nothing freed.
+TEST(MountSlotsTest, WorkLeftBehindMayEndBeforeOrAfter) {
+  volume::LeftBehind left;
+  uint64_t ended = left.Add();
+  uint64_t later = left.Add();
+  left.End(ended);
+  {
+    MountSlots slots(2, absl::Milliseconds(50), absl::Seconds(10), nullptr, &left);
+    absl::StatusOr<MountSlots::Slot> a = slots.Acquire(kDead, "/pods/a");
+    ASSERT_TRUE(a.ok());
+    slots.HoldFileSystemUntilEnded(std::move(*a), ended);
+    absl::StatusOr<MountSlots::Slot> b = slots.Acquire(kDead, "/pods/b");
+    ASSERT_TRUE(b.ok()) << b.status();
+    slots.HoldFileSystemUntilEnded(std::move(*b), later);
+    EXPECT_FALSE(slots.Acquire(kDead, "/pods/c").ok());
+  }
+  left.End(later);
+  EXPECT_EQ(left.Running(), 0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "pkg/driver/node.h"
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/left_behind.h"
 #include "pkg/volume/testing/fake_mount_namespace.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 
@@ -53,6 +54,12 @@ class LustreModeTest : public testing::Test {
   absl::StatusOr<ProcessResult> Helper(const std::vector<std::string>& argv) {
     if (argv.size() == 2 && argv[1] == "-V") return Exit(0, "mount.lustre 2.15.5");
     if (fail_with_ != 0) return Exit(fail_with_, "mount.lustre: mount failed: injected");
+    if (left_behind_ != nullptr) {
+      // Killed at its timeout, and still waiting for the servers.
+      left_id_ = left_behind_->Add();
+      return volume::WithLeftBehind(
+          absl::DeadlineExceededError(argv[0] + ": did not finish within 1s, killed"), left_id_);
+    }
     const std::string& spec = argv[argv.size() - 2];
     const std::string& target = argv.back();
     std::string path = spec.substr(spec.find(":/") + 2);  // <fs>[/<sub>]
@@ -74,6 +81,8 @@ class LustreModeTest : public testing::Test {
   std::unique_ptr<internal::MountingMode> mode_;
   int fail_with_ = 0;
   bool invisible_ = false;
+  volume::LeftBehind* left_behind_ = nullptr;  // where a helper that hangs is left
+  uint64_t left_id_ = 0;                       // the last one left there
 };
 
 TEST_F(LustreModeTest, HelperGetsOptionsSourceAndTargetInTheNamespace) {
@@ -257,6 +266,35 @@ TEST_F(PublishSubDirTest, HelperFailureCodeReachesTheCaller) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("ENODEV"));
   EXPECT_FALSE(sys_.Exists("/pods/a"));
+}
+
+// A helper killed at its timeout that still waits for the servers holds its
+// file system up, not its slot: retries of that file system run no more
+// helpers until it has ended; others mount.
+TEST_F(LustreModeTest, AHelperLeftWaitingHoldsItsFileSystemUpUntilItEnds) {
+  ASSERT_TRUE(sys_.AddDir("/servers/otherfs").ok());
+  for (const char* t : {"/pods/a", "/pods/b", "/pods/c"}) ASSERT_TRUE(sys_.AddDir(t).ok());
+  volume::LeftBehind left;
+  MountSlots slots(1, absl::Milliseconds(50), absl::Seconds(10), nullptr, &left);
+  LustreSource dead{"10.0.0.4@tcp", "lustrefs", ""};
+  left_behind_ = &left;
+  absl::Status first = mode_->Publish({dead, "/pods/a", {}, false, std::nullopt, &slots});
+  EXPECT_EQ(first.code(), absl::StatusCode::kDeadlineExceeded) << first;
+  left_behind_ = nullptr;
+  EXPECT_EQ(left.Running(), 1);
+
+  absl::Status retry = mode_->Publish({dead, "/pods/b", {}, false, std::nullopt, &slots});
+  EXPECT_EQ(retry.code(), absl::StatusCode::kUnavailable) << retry;
+  EXPECT_THAT(retry.message(), HasSubstr("10.0.0.4@tcp:/lustrefs has not answered the mount at "
+                                         "/pods/a"));
+  EXPECT_EQ(ns_.Runs().size(), 1u) << "a retry ran another helper";
+  absl::Status other =
+      mode_->Publish({{"10.0.0.4@tcp", "otherfs", ""}, "/pods/c", {}, false, std::nullopt, &slots});
+  EXPECT_TRUE(other.ok()) << other << ": the one slot was not given back";
+
+  left.End(left_id_);
+  absl::Status again = mode_->Publish({dead, "/pods/b", {}, false, std::nullopt, &slots});
+  EXPECT_TRUE(again.ok()) << again;
 }
 
 }  // namespace

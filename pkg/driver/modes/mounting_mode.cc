@@ -11,6 +11,7 @@
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/left_behind.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/ownership.h"
 
@@ -82,6 +83,9 @@ absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
   }
   if (volume::ErrnoOf(status) == ENOTDIR && !t.source.sub_dir.empty()) {
     return ExplainNotADirectory(*this, t.source, status, target_unmount_.isolation);
+  }
+  if (std::optional<uint64_t> left = volume::LeftBehindOf(status); left && slot.has_value()) {
+    t.slots->HoldFileSystemUntilEnded(std::move(*slot), *left);
   }
   return status;
 }

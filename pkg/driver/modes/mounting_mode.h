@@ -112,7 +112,9 @@ class MountingMode : public MountMode, public FileSystemAccess {
  private:
   // Mount, holding one of t.slots; on NOT_FOUND for a sub-dir, EnsureSubDirIn
   // and Mount again; ENOTDIR for a sub-dir is explained
-  // (ExplainNotADirectory).
+  // (ExplainNotADirectory). A mount that left work behind (a helper killed
+  // at its timeout, volume::LeftBehindOf) holds its file system up until
+  // that work ends (MountSlots::HoldFileSystemUntilEnded).
   absl::Status MountHoldingSlot(const PublishTarget& t);
 
   volume::Syscalls* const sys_;

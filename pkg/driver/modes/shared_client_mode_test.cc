@@ -15,6 +15,7 @@
 #include "pkg/driver/modes/lustre_mode.h"
 #include "pkg/driver/node.h"
 #include "pkg/server/metrics.h"
+#include "pkg/volume/left_behind.h"
 #include "pkg/volume/syscalls_wrapper.h"
 #include "pkg/volume/testing/fake_mount_namespace.h"
 #include "pkg/volume/testing/fake_syscalls.h"
@@ -39,6 +40,13 @@ class SharedClientTest : public testing::Test {
     ns_.AddProgram(kHelper, [this](const std::vector<std::string>& argv) {
       ProcessResult r;
       if (argv.size() == 2 && argv[1] == "-V") return absl::StatusOr<ProcessResult>(r);
+      if (helper_hangs_) {
+        // Killed at its timeout, and still waiting for the servers.
+        left_id_ = volume::ProcessLeftBehind().Add();
+        return absl::StatusOr<ProcessResult>(volume::WithLeftBehind(
+            absl::DeadlineExceededError("mount.lustre: did not finish within 1s, killed"),
+            left_id_));
+      }
       const std::string& spec = argv[argv.size() - 2];
       if (!sys_.Mount(spec, argv.back(), "lustre", 0, "").ok()) r.exit_code = 5;
       return absl::StatusOr<ProcessResult>(r);
@@ -93,6 +101,8 @@ class SharedClientTest : public testing::Test {
   server::MetricsRegistry metrics_;
   std::unique_ptr<internal::MountingMode> mode_;
   std::unique_ptr<NodeLogic> logic_;
+  bool helper_hangs_ = false;
+  uint64_t left_id_ = 0;  // of the last helper that hung (volume::ProcessLeftBehind)
 };
 
 TEST_F(SharedClientTest, ManyPublishesOfOneFileSystemShareOneClient) {
@@ -252,6 +262,25 @@ TEST_F(SharedClientTest, AStuckPublishHoldsUpNoOtherTargetOfItsClient) {
   EXPECT_TRUE(logic_->Unpublish("v", "/pods/b").ok());
   EXPECT_TRUE(logic_->Unpublish("v", "/pods/c").ok());
   EXPECT_EQ(ClientMounts(), 0) << "the client goes with its last target";
+}
+
+// A client's mount helper killed at its timeout that still waits for the
+// servers holds its file system up: a publish of any volume of it answers
+// UNAVAILABLE at once and runs no other helper, until the first has ended.
+TEST_F(SharedClientTest, AClientHelperLeftWaitingHoldsItsFileSystemUpUntilItEnds) {
+  helper_hangs_ = true;
+  absl::Status first = logic_->Publish(Request("/pods/a", "x"));
+  EXPECT_EQ(first.code(), absl::StatusCode::kDeadlineExceeded) << first;
+  helper_hangs_ = false;
+  absl::Status retry = logic_->Publish(Request("/pods/b", "y"));
+  EXPECT_EQ(retry.code(), absl::StatusCode::kUnavailable) << retry;
+  EXPECT_THAT(retry.message(), HasSubstr("has not answered the mount at /pods/a since"));
+  EXPECT_EQ(HelperMounts(), 1) << "a retry ran another helper";
+  EXPECT_TRUE(logic_->Publish(Request("/pods/c", "x", "otherfs")).ok());
+
+  volume::ProcessLeftBehind().End(left_id_);
+  EXPECT_TRUE(logic_->Publish(Request("/pods/b", "y")).ok());
+  for (const char* t : {"/pods/b", "/pods/c"}) EXPECT_TRUE(logic_->Unpublish("v", t).ok());
 }
 
 // On a node with many mounts a read of the whole mount table costs

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "pkg/base/worker_pool.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/left_behind.h"
 
 extern char** environ;
 
@@ -126,43 +127,62 @@ bool Reaped(pid_t pid) {
 // while it waits for a server that does not answer (a mount helper, in
 // uninterruptible sleep) ends only when the server answers: one thread
 // reaps them all, looking every 100 ms, and ends once none is left, instead
-// of a thread per child.
+// of a thread per child. Each is work left behind (ProcessLeftBehind), ended
+// when reaped.
 class Reaper {
  public:
-  void Add(pid_t pid) {
+  void Add(pid_t pid, uint64_t left_behind) {
     absl::MutexLock lock(&mu_);
-    pids_.push_back(pid);
+    children_.push_back({pid, left_behind});
     if (running_) return;
     running_ = true;
     std::thread([this] { Loop(); }).detach();
   }
 
  private:
+  struct Child {
+    pid_t pid;
+    uint64_t left_behind;
+  };
+
   void Loop() {
-    absl::MutexLock lock(&mu_);
     while (true) {
-      pids_.erase(std::remove_if(pids_.begin(), pids_.end(), Reaped), pids_.end());
-      if (pids_.empty()) break;
-      mu_.Unlock();
+      std::vector<uint64_t> ended;
+      bool done = false;
+      {
+        absl::MutexLock lock(&mu_);
+        auto gone = std::remove_if(children_.begin(), children_.end(), [&](const Child& c) {
+          if (!Reaped(c.pid)) return false;
+          ended.push_back(c.left_behind);
+          return true;
+        });
+        children_.erase(gone, children_.end());
+        done = children_.empty();
+        if (done) running_ = false;
+      }
+      // What waits for them (a file system's mounts) runs without the lock.
+      for (uint64_t id : ended) ProcessLeftBehind().End(id);
+      if (done) return;
       absl::SleepFor(absl::Milliseconds(100));
-      mu_.Lock();
     }
-    running_ = false;
   }
 
   absl::Mutex mu_;
-  std::vector<pid_t> pids_ ABSL_GUARDED_BY(mu_);
+  std::vector<Child> children_ ABSL_GUARDED_BY(mu_);
   bool running_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Reaps `pid` without blocking the caller: a child stuck in the kernel (an
-// unmount of a dead server) may take arbitrarily long to go. A child of a
-// task (base::InIsolatedTask, which starts no thread) is left to it: it
-// goes to init when the task ends.
-void ReapInBackground(pid_t pid) {
-  if (Reaped(pid) || base::InIsolatedTask()) return;
+// unmount of a dead server) may take arbitrarily long to go. The id of the
+// work left behind, or nullopt where the child is gone already or is a
+// child of a task (base::InIsolatedTask, which starts no thread): that is
+// left to the task, and goes to init when the task ends.
+std::optional<uint64_t> ReapInBackground(pid_t pid) {
+  if (Reaped(pid) || base::InIsolatedTask()) return std::nullopt;
   static Reaper* reaper = new Reaper;
-  reaper->Add(pid);
+  const uint64_t id = ProcessLeftBehind().Add();
+  reaper->Add(pid, id);
+  return id;
 }
 
 // Reads what is there without blocking; false at end of file.
@@ -300,11 +320,13 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, absl::Duration
       Supervise(pid, out.read, absl::Now() + timeout, kMaxOutput, result.output);
   if (!waited.ok() || !waited->has_value()) {
     kill(-pid, SIGKILL);
-    ReapInBackground(pid);
+    std::optional<uint64_t> left = ReapInBackground(pid);
     if (!waited.ok()) return waited.status();
-    return absl::DeadlineExceededError(absl::StrCat(cmdline, ": did not finish within ",
-                                                    absl::FormatDuration(timeout),
-                                                    ", killed; output: ", result.output));
+    absl::Status late = absl::DeadlineExceededError(
+        absl::StrCat(cmdline, ": did not finish within ", absl::FormatDuration(timeout),
+                     left.has_value() ? ", killed, and has not ended yet" : ", killed",
+                     "; output: ", result.output));
+    return left.has_value() ? WithLeftBehind(late, *left) : late;
   }
   int wait_status = **waited;
   if (WIFSIGNALED(wait_status)) {
