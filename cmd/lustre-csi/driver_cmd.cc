@@ -83,11 +83,13 @@ DEFINE_int32(max_concurrent_mounts, 8,
              "Lustre mounts in flight at once; a mount of a file system that has waited on "
              "it for 10 s makes further mounts of that file system answer UNAVAILABLE at once");
 DEFINE_int32(call_timeout_seconds, 100,
-             "no NodePublishVolume or NodeUnpublishVolume call waits longer than this, whatever "
-             "the file system does: what has not returned by then goes on in the background, "
-             "holding its target, and the call (and every retry of it) answers UNAVAILABLE "
-             "saying it is still in progress; keep it below the CO's own call timeout (the "
-             "kubelet's and Nomad's: 2 minutes). Stats answer within 5 s");
+             "no NodePublishVolume, NodeUnpublishVolume, CreateVolume, DeleteVolume, "
+             "ControllerExpandVolume or ValidateVolumeCapabilities call waits longer than this, "
+             "whatever the file system does: what has not returned by then goes on in the "
+             "background, holding its target or volume, and the call (and every retry of the "
+             "same request) answers UNAVAILABLE saying it is still in progress; keep it below "
+             "the CO's own call timeout (the kubelet's and Nomad's: 2 minutes). Stats answer "
+             "within 5 s");
 DEFINE_string(lustre_params_root, "/",
               "lustre mode: the root under which the host's Lustre client shows the state of its "
               "connections to the servers (<root>/proc/fs/lustre/{mdc,osc}/*/import, or "
@@ -158,8 +160,9 @@ struct Serving {
   std::unique_ptr<UnixGrpcServer> csi;
   std::string registration_socket;
   std::unique_ptr<HttpServer> http;
-  // The node's logic, when this process serves one.
+  // The node's and the controller's logic, when this process serves them.
   driver::NodeLogic* node = nullptr;
+  driver::ControllerLogic* controller = nullptr;
 };
 
 int Fail(cli::Streams streams, const std::string& role, const absl::Status& status) {
@@ -184,9 +187,9 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
   // can stop; what they waited for may be stuck in a file system for good.
   absl::Notification stopped;
   std::thread stop_waiting([&] {
-    if (!stopped.WaitForNotificationWithTimeout(grace) && serving.node != nullptr) {
-      serving.node->StopWaiting();
-    }
+    if (stopped.WaitForNotificationWithTimeout(grace)) return;
+    if (serving.node != nullptr) serving.node->StopWaiting();
+    if (serving.controller != nullptr) serving.controller->StopWaiting();
   });
   serving.csi->Shutdown(grace);
   stopped.Notify();
@@ -426,10 +429,10 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
         mounting.has_value() ? mounting->file_systems : nullptr;
     // What it does in a file system's root runs in a task of its own, which
     // the process can leave behind where the servers stop answering.
-    controller_logic = std::make_unique<driver::ControllerLogic>(
-        file_systems,
-        driver::ControllerOptions{file_systems != nullptr ? mounting->lfs.get() : nullptr,
-                                  *project_ids, volume::IsolatedTasks()});
+    driver::ControllerOptions options{file_systems != nullptr ? mounting->lfs.get() : nullptr,
+                                      *project_ids, volume::IsolatedTasks()};
+    options.call_timeout = absl::Seconds(FLAGS_call_timeout_seconds);
+    controller_logic = std::make_unique<driver::ControllerLogic>(file_systems, options);
     controller = std::make_unique<driver::ControllerService>(controller_logic.get(), &metrics);
     controller->AddRoutes(routes);
   }
@@ -437,6 +440,7 @@ int RunDriver(const Roles& roles, const std::vector<std::string>& args, cli::Str
   std::unique_ptr<driver::RegistrationService> registration;  // outlives the server
   Serving serving;
   serving.node = node_logic.get();
+  serving.controller = controller_logic.get();
   std::vector<std::string> sockets = {*socket};
   if (roles.node && !FLAGS_plugin_registration_dir.empty()) {
     std::string kubelet_path =

@@ -95,7 +95,76 @@ absl::StatusOr<int64_t> QuotaCapacity(int64_t required_bytes, int64_t limit_byte
   return absl::OutOfRangeError(absl::StrCat("capacity ", want, " is too large"));
 }
 
+ControllerLogic::ControllerLogic(FileSystemAccess* file_systems, ControllerOptions options)
+    : file_systems_(file_systems), options_(options) {
+  if (options_.call_timeout != absl::InfiniteDuration()) {
+    calls_ = std::make_unique<base::BoundedCalls<Answer>>(
+        options_.clock != nullptr ? options_.clock : base::RealClock(), options_.call_timeout,
+        options_.max_calls_in_flight);
+  }
+}
+
+ControllerLogic::Answer ControllerLogic::Bounded(const std::string& key,
+                                                 std::function<Answer()> work) {
+  if (calls_ == nullptr) return work();
+  absl::StatusOr<Answer> done =
+      calls_->Call(key, [work = std::move(work)]() -> absl::StatusOr<Answer> { return work(); });
+  if (done.ok()) return *done;
+  if (absl::IsDeadlineExceeded(done.status())) {
+    // Its file system does not answer, most likely: the call goes on.
+    return {absl::UnavailableError(absl::StrCat(
+        done.status().message(),
+        "; it is still in progress and goes on in the background (a retry of the same request "
+        "joins it): retry later"))};
+  }
+  return {done.status()};
+}
+
+void ControllerLogic::StopWaiting() {
+  if (calls_ != nullptr) calls_->StopWaiting();
+}
+
 absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& args) {
+  Answer answer = Bounded(
+      absl::StrCat("CreateVolume ", args.name, " (request ", RequestFingerprint(args).substr(0, 12),
+                   ")"),
+      [this, args] {
+        absl::StatusOr<CreatedVolume> created = CreateNow(args);
+        return created.ok() ? Answer{absl::OkStatus(), *created, {}} : Answer{created.status()};
+      });
+  if (!answer.status.ok()) return answer.status;
+  return answer.created;
+}
+
+absl::Status ControllerLogic::Delete(const std::string& volume_id) {
+  return Bounded(absl::StrCat("DeleteVolume ", volume_id),
+                 [this, volume_id] { return Answer{DeleteNow(volume_id)}; })
+      .status;
+}
+
+absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume_id,
+                                                       int64_t required_bytes,
+                                                       int64_t limit_bytes) {
+  Answer answer = Bounded(
+      absl::StrCat("ControllerExpandVolume ", volume_id, " to ", required_bytes, "-", limit_bytes),
+      [this, volume_id, required_bytes, limit_bytes] {
+        absl::StatusOr<ExpandedVolume> expanded = ExpandNow(volume_id, required_bytes, limit_bytes);
+        return expanded.ok() ? Answer{absl::OkStatus(), {}, *expanded} : Answer{expanded.status()};
+      });
+  if (!answer.status.ok()) return answer.status;
+  return answer.expanded;
+}
+
+absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
+                                          const std::map<std::string, std::string>& context) {
+  std::string key = absl::StrCat("ValidateVolumeCapabilities ", volume_id);
+  for (const auto& [k, v] : context) absl::StrAppend(&key, " ", k, "=", v);
+  return Bounded(key,
+                 [this, volume_id, context] { return Answer{CheckExistsNow(volume_id, context)}; })
+      .status;
+}
+
+absl::StatusOr<CreatedVolume> ControllerLogic::CreateNow(const CreateVolumeArgs& args) {
   if (args.name.empty()) return absl::InvalidArgumentError("volume name missing");
   if (args.name.size() > kMaxNameLength) {
     return absl::InvalidArgumentError(
@@ -284,7 +353,7 @@ absl::Status ControllerLogic::FreeProject(volume::Syscalls& sys, const std::stri
   return absl::OkStatus();
 }
 
-absl::Status ControllerLogic::Delete(const std::string& volume_id) {
+absl::Status ControllerLogic::DeleteNow(const std::string& volume_id) {
   if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
   absl::StatusOr<VolumeId> id = ParseVolumeId(volume_id);
   if (!id.ok()) {
@@ -349,9 +418,9 @@ absl::Status ControllerLogic::InFileSystem(const LustreSource& root,
       });
 }
 
-absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume_id,
-                                                       int64_t required_bytes,
-                                                       int64_t limit_bytes) {
+absl::StatusOr<ExpandedVolume> ControllerLogic::ExpandNow(const std::string& volume_id,
+                                                          int64_t required_bytes,
+                                                          int64_t limit_bytes) {
   if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
   if (required_bytes < 0 || limit_bytes < 0) {
     return absl::InvalidArgumentError("capacity range cannot be negative");
@@ -424,8 +493,8 @@ absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume
   return enforced.has_value() ? *enforced : unenforced;
 }
 
-absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
-                                          const std::map<std::string, std::string>& context) {
+absl::Status ControllerLogic::CheckExistsNow(const std::string& volume_id,
+                                             const std::map<std::string, std::string>& context) {
   if (volume_id.empty()) return absl::InvalidArgumentError("volume id missing");
   absl::StatusOr<VolumeId> id = ParseValidVolumeId(volume_id);
   if (!id.ok()) {

@@ -17,13 +17,18 @@
 #define LUSTRE_CSI_PKG_DRIVER_CONTROLLER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "pkg/base/bounded_calls.h"
+#include "pkg/base/clock.h"
 #include "pkg/driver/lfs.h"
 #include "pkg/driver/modes/mode.h"
 #include "pkg/driver/parameters.h"
@@ -82,13 +87,31 @@ struct ControllerOptions {
   // so a call whose servers stop answering holds no thread of the process,
   // which can then still exit.
   volume::Isolation* isolation = nullptr;
+  // How long a call, and a retry of the same request while it runs, waits
+  // for it, counted from when it started, before it answers UNAVAILABLE
+  // saying it is still in progress (it goes on in the background): below
+  // the CO's own timeout. Infinite: calls run on the caller's thread.
+  absl::Duration call_timeout = absl::InfiniteDuration();
+  // Calls in progress at once, stuck ones included; beyond that a call
+  // answers UNAVAILABLE at once.
+  int max_calls_in_flight = 256;
+  // Tells when a call started (borrowed; null: the real clock).
+  base::Clock* clock = nullptr;
 };
 
+// Each call runs bounded by ControllerOptions::call_timeout: a call whose
+// file system does not answer answers UNAVAILABLE "... is still in progress
+// since ..." within it and goes on in the background, and a retry of the
+// same request joins it (its outcome, or the same UNAVAILABLE at once),
+// never ABORTED because of it. Another operation on the same volume while
+// one runs is ABORTED, as the CSI spec has it. A call in the background
+// uses this object: destroy it only once none is left, or as the process
+// ends (StopWaiting).
 class ControllerLogic {
  public:
   // `file_systems` may be null (no sub-dir provisioning); borrowed.
-  explicit ControllerLogic(FileSystemAccess* file_systems = nullptr, ControllerOptions options = {})
-      : file_systems_(file_systems), options_(options) {}
+  explicit ControllerLogic(FileSystemAccess* file_systems = nullptr,
+                           ControllerOptions options = {});
 
   // A repeat of a name is decided from this process's record, and, after a
   // restart, for a provisioned sub-dir, from the request recorded in its
@@ -116,7 +139,28 @@ class ControllerLogic {
   absl::Status CheckExists(const std::string& volume_id,
                            const std::map<std::string, std::string>& context = {});
 
+  // Ends every wait for a call now (they answer UNAVAILABLE) and refuses
+  // later calls: the process ends.
+  void StopWaiting();
+
  private:
+  // What a call answered, as the bounded calls carry it.
+  struct Answer {
+    absl::Status status;
+    CreatedVolume created;
+    ExpandedVolume expanded;
+  };
+  // Runs `work` bounded by options_.call_timeout (see the class comment);
+  // `key` names the request (equal for a retry of it).
+  Answer Bounded(const std::string& key, std::function<Answer()> work);
+
+  absl::StatusOr<CreatedVolume> CreateNow(const CreateVolumeArgs& args);
+  absl::Status DeleteNow(const std::string& volume_id);
+  absl::StatusOr<ExpandedVolume> ExpandNow(const std::string& volume_id, int64_t required_bytes,
+                                           int64_t limit_bytes);
+  absl::Status CheckExistsNow(const std::string& volume_id,
+                              const std::map<std::string, std::string>& context);
+
   struct Record {
     CreateVolumeArgs args;
     CreatedVolume volume;
@@ -144,6 +188,8 @@ class ControllerLogic {
 
   FileSystemAccess* const file_systems_;
   const ControllerOptions options_;
+  // Null when calls are not bounded.
+  std::unique_ptr<base::BoundedCalls<Answer>> calls_;
   VolumeLocks name_locks_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Record> by_name_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,10 @@
 #include "pkg/driver/controller.h"
 
+#include <atomic>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/driver/fake_lfs.h"
@@ -241,6 +246,120 @@ TEST(ControllerLogicTest, CheckExists) {
   EXPECT_TRUE(logic.CheckExists("static#fs#10.0.0.5").ok());
   EXPECT_EQ(logic.CheckExists("no-such-volume").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(logic.CheckExists("pvc-1#otherfs#10.0.0.4##f").code(), absl::StatusCode::kNotFound);
+}
+
+// A file system whose root, once `hang` is set, is reached only after
+// `release` is notified: a server that stopped answering.
+class HangingFileSystems : public FileSystemAccess {
+ public:
+  HangingFileSystems(volume::Syscalls* sys, std::string root) : sys_(sys), root_(std::move(root)) {}
+  absl::Status WithFileSystemRoot(const LustreSource&, const FsRootFn& fn) override {
+    if (hang.load()) {
+      entered.fetch_add(1);
+      release.WaitForNotification();
+    }
+    return fn(*sys_, root_);
+  }
+  std::atomic<bool> hang{false};
+  std::atomic<int> entered{0};
+  absl::Notification release;
+
+ private:
+  volume::Syscalls* const sys_;
+  std::string root_;
+};
+
+// Controller calls bounded at 1 s, on a file system that can stop
+// answering.
+class BoundedControllerTest : public testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(sys.AddDir("/fs").ok()); }
+  static ControllerOptions Bounded() {
+    ControllerOptions options;
+    options.call_timeout = absl::Seconds(1);
+    return options;
+  }
+  // A volume with a sub-dir the controller makes (volumes/<name>).
+  static CreateVolumeArgs Provisioned(const std::string& name) {
+    CreateVolumeArgs args = Args(name);
+    args.parameters["sub-dir"] = "volumes/" + name;
+    args.parameters["create-sub-dir"] = "true";
+    return args;
+  }
+  volume::FakeSyscalls sys;
+  HangingFileSystems file_systems{&sys, "/fs"};
+  ControllerLogic logic{&file_systems, Bounded()};
+};
+
+// A call whose file system does not answer answers UNAVAILABLE within the
+// call timeout, saying it is still in progress, and goes on; a retry of the
+// same request joins it (UNAVAILABLE at once, no second call into the file
+// system), never ABORTED; once the file system answers, the retry gets the
+// volume the call made.
+TEST_F(BoundedControllerTest, ACallStuckInItsFileSystemIsBoundedAndARetryJoinsIt) {
+  CreateVolumeArgs args = Provisioned("pvc-s");
+  file_systems.hang = true;
+
+  absl::Time start = absl::Now();
+  absl::Status first = logic.Create(args).status();
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(first.code(), absl::StatusCode::kUnavailable) << first;
+  EXPECT_THAT(first.message(), HasSubstr("CreateVolume pvc-s"));
+  EXPECT_THAT(first.message(), HasSubstr("has not returned since"));
+  EXPECT_THAT(first.message(), HasSubstr("still in progress"));
+
+  start = absl::Now();
+  absl::Status retry = logic.Create(args).status();
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(500)) << "waited again";
+  EXPECT_EQ(retry.code(), absl::StatusCode::kUnavailable) << retry;
+  EXPECT_EQ(file_systems.entered.load(), 1) << "the retry reached the file system again";
+  // A different request for the volume meets the one in progress.
+  CreateVolumeArgs other = args;
+  other.required_bytes = 8 * kTiB;
+  EXPECT_EQ(logic.Create(other).status().code(), absl::StatusCode::kAborted);
+
+  file_systems.release.Notify();
+  absl::StatusOr<CreatedVolume> made;
+  for (int i = 0; i < 100; ++i) {
+    made = logic.Create(args);
+    if (made.ok()) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(made->volume_id, "pvc-s#lustrefs#10.0.0.4#volumes/pvc-s#f");
+  EXPECT_TRUE(sys.Exists("/fs/volumes/pvc-s"));
+}
+
+TEST_F(BoundedControllerTest, ADeleteStuckInItsFileSystemIsBoundedAndStopsBeingWaitedFor) {
+  CreateVolumeArgs args = Provisioned("pvc-d");
+  args.parameters["sub-dir-on-delete"] = "delete";
+  absl::StatusOr<CreatedVolume> made = logic.Create(args);
+  ASSERT_TRUE(made.ok()) << made.status();
+  file_systems.hang = true;
+
+  absl::Status first = logic.Delete(made->volume_id);
+  EXPECT_EQ(first.code(), absl::StatusCode::kUnavailable) << first;
+  EXPECT_THAT(first.message(), HasSubstr("DeleteVolume " + made->volume_id));
+  absl::Status retry = logic.Delete(made->volume_id);
+  EXPECT_EQ(retry.code(), absl::StatusCode::kUnavailable) << retry;
+  EXPECT_EQ(file_systems.entered.load(), 1);
+
+  // The process ends: a caller waiting now answers at once.
+  absl::Status waiting = absl::UnknownError("not returned");
+  std::thread caller([&] { waiting = logic.CheckExists(made->volume_id, made->context); });
+  absl::SleepFor(absl::Milliseconds(50));
+  logic.StopWaiting();
+  caller.join();
+  EXPECT_EQ(waiting.code(), absl::StatusCode::kUnavailable) << waiting;
+  EXPECT_THAT(waiting.message(), HasSubstr("shutting down"));
+
+  file_systems.release.Notify();
+  // What went on in the background finished: the sub-dir is gone.
+  for (int i = 0; i < 100 && sys.Exists("/fs/volumes/pvc-d"); ++i) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_FALSE(sys.Exists("/fs/volumes/pvc-d"));
 }
 
 // ------------------------------------------------ capacity that holds
