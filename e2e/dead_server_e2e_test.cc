@@ -124,27 +124,44 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
   // the suite waits for them in seconds.
   void StartNode(const std::string& name) {
     metrics_port_ = FreePort();
-    std::vector<std::string> argv = {BinaryPath(),
-                                     "node",
-                                     "--nodeid=n1",
-                                     "--call-timeout-seconds=8",
-                                     "--shutdown-grace-seconds=5",
-                                     absl::StrCat("--metrics-address=127.0.0.1:", metrics_port_),
-                                     "--endpoint=unix://" + tmp_.Join(name + ".sock")};
-    if (GetParam() == "local") {
-      argv.insert(argv.end(), {"--mount-mode=local", "--local-root=" + std::string(kServers)});
-    } else {
-      argv.insert(argv.end(),
-                  {"--mount-mode=lustre", "--mount-helper=" + Runfile("e2e/standin-mount-lustre"),
-                   "--mount-namespace=current", "--lustre-client=" + GetParam(),
-                   "--working-mount-dir=" + tmp_.Join("work"),
-                   "--lustre-params-root=" + std::string(kStandin) + "/params"});
-    }
-    argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
-    node_ = std::make_unique<Subprocess>(argv, tmp_.Join(name + ".log"));
+    node_ = std::make_unique<Subprocess>(
+        Argv("node", name,
+             {"--nodeid=n1", absl::StrCat("--metrics-address=127.0.0.1:", metrics_port_)}),
+        tmp_.Join(name + ".log"));
     ASSERT_TRUE(WaitForSocket(tmp_.Join(name + ".sock"), absl::Seconds(20)).ok())
         << ReadFile(tmp_.Join(name + ".log"));
     stub_ = csi::v1::Node::NewStub(UnixChannel(tmp_.Join(name + ".sock")));
+  }
+
+  // The same for a controller of the mode.
+  void StartController(const std::string& name) {
+    controller_ =
+        std::make_unique<Subprocess>(Argv("controller", name, {}), tmp_.Join(name + ".log"));
+    ASSERT_TRUE(WaitForSocket(tmp_.Join(name + ".sock"), absl::Seconds(20)).ok())
+        << ReadFile(tmp_.Join(name + ".log"));
+    controller_stub_ = csi::v1::Controller::NewStub(UnixChannel(tmp_.Join(name + ".sock")));
+  }
+
+  // The command line of `role` in the suite's mode, on <tmp>/<name>.sock.
+  std::vector<std::string> Argv(const std::string& role, const std::string& name,
+                                const std::vector<std::string>& role_flags) {
+    std::vector<std::string> argv = {BinaryPath(), role, "--call-timeout-seconds=8",
+                                     "--shutdown-grace-seconds=5",
+                                     "--endpoint=unix://" + tmp_.Join(name + ".sock")};
+    argv.insert(argv.end(), role_flags.begin(), role_flags.end());
+    if (GetParam() == "local") {
+      argv.insert(argv.end(), {"--mount-mode=local", "--local-root=" + std::string(kServers)});
+      return argv;
+    }
+    argv.insert(argv.end(),
+                {"--mount-mode=lustre", "--mount-helper=" + Runfile("e2e/standin-mount-lustre"),
+                 "--mount-namespace=current", "--working-mount-dir=" + tmp_.Join("work")});
+    if (role == "node") {
+      argv.insert(argv.end(), {"--lustre-client=" + GetParam(),
+                               "--lustre-params-root=" + std::string(kStandin) + "/params"});
+      argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
+    }
+    return argv;
   }
 
   void TearDown() override {
@@ -155,9 +172,9 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
       }
     }
     node_.reset();
-    for (const std::string& m : MountsUnder(tmp_.Join("work/clients"))) {
-      umount2(m.c_str(), MNT_DETACH);  // idle shared clients (see tenant_e2e_test)
-    }
+    controller_.reset();
+    // Idle shared clients (see tenant_e2e_test), a controller's root mounts.
+    for (const std::string& m : MountsUnder(tmp_.Join("work"))) umount2(m.c_str(), MNT_DETACH);
     EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty());
     for (const std::string& m : MountsUnder(kServers)) umount2(m.c_str(), MNT_DETACH);
     daemon_.reset();
@@ -242,6 +259,8 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
   std::unique_ptr<Subprocess> node_;
   int metrics_port_ = 0;
   std::unique_ptr<csi::v1::Node::Stub> stub_;
+  std::unique_ptr<Subprocess> controller_;
+  std::unique_ptr<csi::v1::Controller::Stub> controller_stub_;
 };
 
 // Sets the connection state of every client device of `fs` the stand-in
@@ -574,6 +593,48 @@ TEST_P(DeadServerE2eTest, ADisconnectedTargetShowsInStatsAndMetrics) {
                 absl::Seconds(20)));
 }
 
+// A controller call whose file system does not answer (CreateVolume with
+// create-sub-dir on the frozen file system) answers UNAVAILABLE within
+// --call-timeout-seconds and goes on in the background; the provisioner's
+// retries join it, never ABORTED by it; SIGTERM ends the controller within
+// its grace period with the call still stuck; after the thaw a new
+// controller creates the volume.
+TEST_P(DeadServerE2eTest, AControllerCallOnAFrozenFileSystemIsBoundedAndRetriesJoinIt) {
+  ASSERT_NO_FATAL_FAILURE(StartController("controller"));
+  csi::v1::CreateVolumeRequest req;
+  req.set_name("pvc-dead");
+  *req.add_volume_capabilities() = MountCapability();
+  const std::map<std::string, std::string> context = LustreContext("vol/pvc-dead");
+  req.mutable_parameters()->insert(context.begin(), context.end());
+  (*req.mutable_parameters())["create-sub-dir"] = "true";
+  auto create = [&] {
+    csi::v1::CreateVolumeResponse res;
+    return controller_stub_->CreateVolume(Context(absl::Seconds(60)).get(), req, &res);
+  };
+  Freeze();
+
+  absl::Time start = absl::Now();
+  grpc::Status first = create();
+  absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(first.error_code(), grpc::UNAVAILABLE) << first.error_message();
+  EXPECT_THAT(first.error_message(), HasSubstr("still in progress"));
+  EXPECT_GE(took, absl::Seconds(7));
+  EXPECT_LT(took, absl::Seconds(20));
+  start = absl::Now();
+  grpc::Status retry = create();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3)) << "the retry waited again";
+  EXPECT_EQ(retry.error_code(), grpc::UNAVAILABLE) << retry.error_message();
+
+  controller_->Signal(SIGTERM);
+  EXPECT_NE(controller_->Wait(absl::Seconds(15)), -1) << "the controller did not exit";
+  Thaw();
+  ASSERT_NO_FATAL_FAILURE(StartController("controller2"));
+  grpc::Status made = grpc::Status(grpc::UNKNOWN, "not called");
+  EXPECT_TRUE(WaitUntil([&] { return (made = create()).ok(); }, absl::Seconds(30)))
+      << made.error_message() << "\n"
+      << ReadFile(tmp_.Join("controller2.log"));
+}
+
 // The negative control: a driver that is itself frozen does not answer, and
 // the deadline the checks above allow sees it.
 TEST_P(DeadServerE2eTest, AFrozenDriverIsSeen) {
@@ -602,8 +663,19 @@ TEST_P(UninterruptibleE2eTest, SigtermEndsTheNodeWhileItsTasksWaitUninterruptibl
   ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
   Freeze();
 
-  // The control: a process killed while it waits there does not end.
+  // The control: a process killed while it waits there does not end, once
+  // the server has taken its request (before that, a fatal signal still
+  // takes the request back and ends it).
   const std::string vol = std::string(kServers) + "/lustrefs/vol";
+  auto held = [&] {
+    std::string log = ServerLog();
+    int n = 0;
+    for (size_t at = log.find("held "); at != std::string::npos; at = log.find("held ", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const int held_before = held();
   pid_t control = fork();
   if (control == 0) {
     struct stat st;
@@ -611,8 +683,9 @@ TEST_P(UninterruptibleE2eTest, SigtermEndsTheNodeWhileItsTasksWaitUninterruptibl
     _exit(0);
   }
   ASSERT_GT(control, 0);
-  ASSERT_TRUE(
-      WaitUntil([&] { return WaitsOnFuse(absl::StrCat("/proc/", control)); }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return WaitsOnFuse(absl::StrCat("/proc/", control)) && held() > held_before; },
+      absl::Seconds(10)));
   kill(control, SIGKILL);
   absl::SleepFor(absl::Seconds(1));
   int status = 0;

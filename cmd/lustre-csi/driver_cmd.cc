@@ -613,9 +613,9 @@ cli::Subcommand ControllerSubcommand() {
       "lustre mode it gives them project quotas (sub-dir-quota) and default layouts\n"
       "(sub-dir-stripe-*) with the host's lfs, and ControllerExpandVolume raises a quota.";
   sub.flags = kSharedFlags;
-  for (const char* f :
-       {"mount_mode", "local_root", "mount_namespace", "mount_helper", "working_mount_dir",
-        "mount_timeout_seconds", "readiness_interval_seconds", "lfs", "project_id_range"}) {
+  for (const char* f : {"mount_mode", "local_root", "mount_namespace", "mount_helper",
+                        "working_mount_dir", "mount_timeout_seconds", "call_timeout_seconds",
+                        "readiness_interval_seconds", "lfs", "project_id_range"}) {
     sub.flags.push_back(f);
   }
   sub.run = RunController;
