@@ -21,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/left_behind.h"
 #include "pkg/volume/linux/isolated_task.h"
 #include "pkg/volume/linux/linux_mount_namespace.h"
 #include "pkg/volume/linux/linux_syscalls.h"
@@ -369,6 +370,9 @@ TEST(RunProcessTest, TimeoutKills) {
                  absl::Milliseconds(300));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(r.status().message().find("started"), std::string::npos) << r.status();
+  // It ended when killed: nothing is left behind to hold anything up.
+  EXPECT_FALSE(LeftBehindOf(r.status()).has_value()) << r.status();
+  EXPECT_EQ(ProcessLeftBehind().Running(), 0);
 }
 
 // Whether `pid` has ended (gone, or a zombie waiting for init).

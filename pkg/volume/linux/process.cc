@@ -172,13 +172,25 @@ class Reaper {
   bool running_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Reaps `pid` without blocking the caller: a child stuck in the kernel (an
-// unmount of a dead server) may take arbitrarily long to go. The id of the
-// work left behind, or nullopt where the child is gone already or is a
-// child of a task (base::InIsolatedTask, which starts no thread): that is
-// left to the task, and goes to init when the task ends.
+// How long a killed child is given to end before it counts as left
+// behind: one that is not waiting in the kernel ends within a few
+// milliseconds of SIGKILL.
+constexpr absl::Duration kEndAfterKill = absl::Milliseconds(100);
+
+// Reaps the killed child `pid`, waiting for it no longer than kEndAfterKill:
+// a child stuck in the kernel (a mount or an unmount of a dead server) may
+// take arbitrarily long to go, and is reaped in the background. The id of
+// the work left behind, or nullopt where the child has ended or is a child
+// of a task (base::InIsolatedTask, which starts no thread): that is left to
+// the task, and goes to init when the task ends.
 std::optional<uint64_t> ReapInBackground(pid_t pid) {
-  if (Reaped(pid) || base::InIsolatedTask()) return std::nullopt;
+  const absl::Time give_up = absl::Now() + kEndAfterKill;
+  bool reaped = Reaped(pid);
+  while (!reaped && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(2));
+    reaped = Reaped(pid);
+  }
+  if (reaped || base::InIsolatedTask()) return std::nullopt;
   static Reaper* reaper = new Reaper;
   const uint64_t id = ProcessLeftBehind().Add();
   reaper->Add(pid, id);
