@@ -101,7 +101,8 @@ DEFINE_int32(mount_timeout_seconds, 90,
              "a mount that takes longer is killed and fails; keep it below the CO's own call "
              "timeout (the kubelet's and Nomad's: 2 minutes), so a publish answers before its "
              "caller gives up. A mount helper killed that still waits for its servers holds its "
-             "file system up (publishes of it answer UNAVAILABLE at once) until it has ended");
+             "file system up (publishes of it, and the controller's calls into it, answer "
+             "UNAVAILABLE at once) until it has ended");
 DEFINE_int64(max_volumes_per_node, 0, "reported by NodeGetInfo; 0 means no limit");
 DEFINE_string(topology, "",
               "node topology for NodeGetInfo, as key=value[,key=value] (a comma inside a value: "
@@ -195,10 +196,12 @@ int ServeUntilSignal(const std::string& role, Serving& serving) {
   stopped.Notify();
   stop_waiting.join();
   if (serving.http) serving.http->Stop();
-  int stuck = serving.node != nullptr ? serving.node->WorkInFlight() : 0;
+  int stuck = (serving.node != nullptr ? serving.node->WorkInFlight() : 0) +
+              (serving.controller != nullptr ? serving.controller->CallsInFlight() : 0);
   if (stuck > 0) {
     LOG(WARNING) << role << ": stopped, leaving " << stuck
-                 << " publish(es), unpublish(es) or stats look(s) that have not returned";
+                 << " publish(es), unpublish(es), stats look(s) or controller call(s) that have "
+                    "not returned";
   } else {
     LOG(INFO) << role << ": stopped";
   }

@@ -12,6 +12,7 @@
 #include "pkg/driver/volume_id.h"
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/left_behind.h"
 #include "pkg/volume/owned_dir.h"
 #include "pkg/volume/sha256.h"
 #include "pkg/volume/tree.h"
@@ -96,11 +97,20 @@ absl::StatusOr<int64_t> QuotaCapacity(int64_t required_bytes, int64_t limit_byte
 }
 
 ControllerLogic::ControllerLogic(FileSystemAccess* file_systems, ControllerOptions options)
-    : file_systems_(file_systems), options_(options) {
+    : file_systems_(file_systems),
+      options_(options),
+      // Never waited for (as many as calls in flight), and never held up by
+      // time alone (the removal of a large sub-dir rightly takes long): only
+      // by a root's mount helper left waiting.
+      root_mounts_(options_.max_calls_in_flight, absl::ZeroDuration(), absl::InfiniteDuration(),
+                   options_.clock, options_.left_behind),
+      // Stacks as large as the gRPC handlers' (the removal of a sub-dir's
+      // tree may run in place where no task can be made).
+      workers_(/*max_idle=*/4, absl::Seconds(30), /*stack_bytes=*/1 << 20) {
   if (options_.call_timeout != absl::InfiniteDuration()) {
     calls_ = std::make_unique<base::BoundedCalls<Answer>>(
         options_.clock != nullptr ? options_.clock : base::RealClock(), options_.call_timeout,
-        options_.max_calls_in_flight);
+        options_.max_calls_in_flight, &workers_);
   }
 }
 
@@ -117,12 +127,15 @@ ControllerLogic::Answer ControllerLogic::Bounded(const std::string& key,
         "; it is still in progress and goes on in the background (a retry of the same request "
         "joins it): retry later"))};
   }
-  return {done.status()};
+  // Shutting down, too many calls in flight, or no worker to run it.
+  return {absl::UnavailableError(done.status().message())};
 }
 
 void ControllerLogic::StopWaiting() {
   if (calls_ != nullptr) calls_->StopWaiting();
 }
+
+int ControllerLogic::CallsInFlight() { return calls_ != nullptr ? calls_->InFlight() : 0; }
 
 absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& args) {
   Answer answer = Bounded(
@@ -412,10 +425,18 @@ absl::Status ControllerLogic::DeleteNow(const std::string& volume_id) {
 
 absl::Status ControllerLogic::InFileSystem(const LustreSource& root,
                                            const FileSystemAccess::FsRootFn& fn) {
-  return file_systems_->WithFileSystemRoot(
+  LustreSource fs = root;
+  fs.sub_dir.clear();
+  absl::StatusOr<MountSlots::Slot> slot = root_mounts_.Acquire(fs.Spec(), "its root");
+  if (!slot.ok()) return slot.status();
+  absl::Status status = file_systems_->WithFileSystemRoot(
       root, [&](volume::Syscalls& sys, const std::string& fs_root) {
         return volume::RunIn(options_.isolation, [&] { return fn(sys, fs_root); });
       });
+  if (std::optional<uint64_t> left = volume::LeftBehindOf(status); left.has_value()) {
+    root_mounts_.HoldFileSystemUntilEnded(std::move(*slot), *left);
+  }
+  return status;
 }
 
 absl::StatusOr<ExpandedVolume> ControllerLogic::ExpandNow(const std::string& volume_id,

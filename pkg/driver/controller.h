@@ -31,10 +31,12 @@
 #include "pkg/base/clock.h"
 #include "pkg/driver/lfs.h"
 #include "pkg/driver/modes/mode.h"
+#include "pkg/driver/mount_slots.h"
 #include "pkg/driver/parameters.h"
 #include "pkg/driver/project_ids.h"
 #include "pkg/driver/volume_locks.h"
 #include "pkg/volume/isolation.h"
+#include "pkg/volume/left_behind.h"
 
 namespace lustre_csi::driver {
 
@@ -97,6 +99,9 @@ struct ControllerOptions {
   int max_calls_in_flight = 256;
   // Tells when a call started (borrowed; null: the real clock).
   base::Clock* clock = nullptr;
+  // Tells when a mount helper left waiting has ended (borrowed; null:
+  // volume::ProcessLeftBehind()).
+  volume::LeftBehind* left_behind = nullptr;
 };
 
 // Each call runs bounded by ControllerOptions::call_timeout: a call whose
@@ -105,8 +110,11 @@ struct ControllerOptions {
 // same request joins it (its outcome, or the same UNAVAILABLE at once),
 // never ABORTED because of it. Another operation on the same volume while
 // one runs is ABORTED, as the CSI spec has it. A call in the background
-// uses this object: destroy it only once none is left, or as the process
-// ends (StopWaiting).
+// uses this object: destroy it only once none is left (CallsInFlight), or
+// not at all (the process exits). A file system whose root's mount helper
+// was killed at its timeout and still waits for the servers is held up as a
+// node's mounts are (MountSlots): work in it answers UNAVAILABLE at once,
+// starting no other helper, until that helper has ended.
 class ControllerLogic {
  public:
   // `file_systems` may be null (no sub-dir provisioning); borrowed.
@@ -142,6 +150,9 @@ class ControllerLogic {
   // Ends every wait for a call now (they answer UNAVAILABLE) and refuses
   // later calls: the process ends.
   void StopWaiting();
+
+  // Calls running now, stuck ones included.
+  int CallsInFlight();
 
  private:
   // What a call answered, as the bounded calls carry it.
@@ -188,6 +199,9 @@ class ControllerLogic {
 
   FileSystemAccess* const file_systems_;
   const ControllerOptions options_;
+  // Work in a file system's root, per file system.
+  MountSlots root_mounts_;
+  base::WorkerPool workers_;  // runs the bounded calls
   // Null when calls are not bounded.
   std::unique_ptr<base::BoundedCalls<Answer>> calls_;
   VolumeLocks name_locks_;

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/driver/fake_lfs.h"
+#include "pkg/volume/left_behind.h"
 #include "pkg/volume/owned_dir.h"
 #include "pkg/volume/testing/fake_syscalls.h"
 #include "pkg/volume/testing/fault_injector.h"
@@ -360,6 +361,63 @@ TEST_F(BoundedControllerTest, ADeleteStuckInItsFileSystemIsBoundedAndStopsBeingW
     absl::SleepFor(absl::Milliseconds(20));
   }
   EXPECT_FALSE(sys.Exists("/fs/volumes/pvc-d"));
+  // The calls that went on in the background use the logic and the fake.
+  for (int i = 0; i < 500 && logic.CallsInFlight() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(logic.CallsInFlight(), 0);
+}
+
+// A file system whose root's mount helper was killed at its timeout and
+// still waits for the servers: the controller's other calls into it answer
+// UNAVAILABLE at once, without another helper, until that one has ended;
+// other file systems are not held up.
+TEST(ControllerLogicTest, ARootMountHelperLeftWaitingHoldsItsFileSystemUp) {
+  volume::FakeSyscalls sys;
+  ASSERT_TRUE(sys.AddDir("/fs").ok());
+  class LeavingFileSystems : public FileSystemAccess {
+   public:
+    LeavingFileSystems(volume::Syscalls* sys, volume::LeftBehind* left) : sys_(sys), left_(left) {}
+    absl::Status WithFileSystemRoot(const LustreSource& source, const FsRootFn& fn) override {
+      ++mounts;
+      if (source.fs_name == "deadfs") {
+        id = left_->Add();
+        return volume::WithLeftBehind(
+            absl::DeadlineExceededError("mount.lustre: did not finish within 90s, killed"), id);
+      }
+      return fn(*sys_, "/fs");
+    }
+    int mounts = 0;
+    uint64_t id = 0;
+
+   private:
+    volume::Syscalls* const sys_;
+    volume::LeftBehind* const left_;
+  };
+  volume::LeftBehind left;
+  LeavingFileSystems file_systems(&sys, &left);
+  ControllerOptions options;
+  options.left_behind = &left;
+  ControllerLogic logic(&file_systems, options);
+  auto provisioned = [](const std::string& name, const std::string& fs) {
+    CreateVolumeArgs args = Args(name);
+    args.parameters["fs-name"] = fs;
+    args.parameters["sub-dir"] = "volumes/" + name;
+    args.parameters["create-sub-dir"] = "true";
+    return args;
+  };
+  EXPECT_EQ(logic.Create(provisioned("pvc-1", "deadfs")).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  absl::Status held = logic.Create(provisioned("pvc-2", "deadfs")).status();
+  EXPECT_EQ(held.code(), absl::StatusCode::kUnavailable) << held;
+  EXPECT_THAT(held.message(),
+              HasSubstr("10.0.0.4@tcp:/deadfs has not answered the mount at its root"));
+  EXPECT_EQ(file_systems.mounts, 1) << "another helper ran";
+  EXPECT_TRUE(logic.Create(provisioned("pvc-3", "lustrefs")).ok());
+
+  left.End(file_systems.id);
+  EXPECT_EQ(logic.Create(provisioned("pvc-2", "deadfs")).status().code(),
+            absl::StatusCode::kDeadlineExceeded)
+      << "not mounted again";
+  EXPECT_EQ(file_systems.mounts, 3);
 }
 
 // ------------------------------------------------ capacity that holds

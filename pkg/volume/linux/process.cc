@@ -333,7 +333,8 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, absl::Duration
   if (!waited.ok() || !waited->has_value()) {
     kill(-pid, SIGKILL);
     std::optional<uint64_t> left = ReapInBackground(pid);
-    if (!waited.ok()) return waited.status();
+    if (!waited.ok())
+      return left.has_value() ? WithLeftBehind(waited.status(), *left) : waited.status();
     absl::Status late = absl::DeadlineExceededError(
         absl::StrCat(cmdline, ": did not finish within ", absl::FormatDuration(timeout),
                      left.has_value() ? ", killed, and has not ended yet" : ", killed",
