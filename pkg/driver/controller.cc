@@ -12,7 +12,6 @@
 #include "pkg/driver/volume_id.h"
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/left_behind.h"
 #include "pkg/volume/owned_dir.h"
 #include "pkg/volume/sha256.h"
 #include "pkg/volume/tree.h"
@@ -427,16 +426,12 @@ absl::Status ControllerLogic::InFileSystem(const LustreSource& root,
                                            const FileSystemAccess::FsRootFn& fn) {
   LustreSource fs = root;
   fs.sub_dir.clear();
-  absl::StatusOr<MountSlots::Slot> slot = root_mounts_.Acquire(fs.Spec(), "its root");
-  if (!slot.ok()) return slot.status();
-  absl::Status status = file_systems_->WithFileSystemRoot(
-      root, [&](volume::Syscalls& sys, const std::string& fs_root) {
-        return volume::RunIn(options_.isolation, [&] { return fn(sys, fs_root); });
-      });
-  if (std::optional<uint64_t> left = volume::LeftBehindOf(status); left.has_value()) {
-    root_mounts_.HoldFileSystemUntilEnded(std::move(*slot), *left);
-  }
-  return status;
+  return root_mounts_.Run(fs.Spec(), "its root", [&] {
+    return file_systems_->WithFileSystemRoot(
+        root, [&](volume::Syscalls& sys, const std::string& fs_root) {
+          return volume::RunIn(options_.isolation, [&] { return fn(sys, fs_root); });
+        });
+  });
 }
 
 absl::StatusOr<ExpandedVolume> ControllerLogic::ExpandNow(const std::string& volume_id,

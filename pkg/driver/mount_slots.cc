@@ -93,6 +93,17 @@ void MountSlots::HoldFileSystemUntilEnded(Slot slot, uint64_t left_behind) {
   });
 }
 
+absl::Status MountSlots::Run(const std::string& fs, const std::string& target,
+                             const std::function<absl::Status()>& mount) {
+  absl::StatusOr<Slot> slot = Acquire(fs, target);
+  if (!slot.ok()) return slot.status();
+  absl::Status status = mount();
+  if (std::optional<uint64_t> left = volume::LeftBehindOf(status); left.has_value()) {
+    HoldFileSystemUntilEnded(std::move(*slot), *left);
+  }
+  return status;
+}
+
 void MountSlots::Release(uint64_t id) {
   absl::MutexLock lock(&mu_);
   held_.erase(id);

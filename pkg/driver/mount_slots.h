@@ -18,6 +18,7 @@
 #define LUSTRE_CSI_PKG_DRIVER_MOUNT_SLOTS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,6 +67,12 @@ class MountSlots {
   // answering from now on (Acquire answers UNAVAILABLE for it, however long
   // ago the mount began) until that work has ended.
   void HoldFileSystemUntilEnded(Slot slot, uint64_t left_behind);
+
+  // Runs `mount` holding a slot for `fs` and `target` (errors as Acquire);
+  // where its error carries work left behind (volume::LeftBehindOf), the
+  // file system is held up until that has ended (HoldFileSystemUntilEnded).
+  absl::Status Run(const std::string& fs, const std::string& target,
+                   const std::function<absl::Status()>& mount);
 
  private:
   struct Held {

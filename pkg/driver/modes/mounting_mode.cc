@@ -11,7 +11,6 @@
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
-#include "pkg/volume/left_behind.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/ownership.h"
 
@@ -65,29 +64,24 @@ absl::Status MountingMode::Publish(const PublishTarget& t) {
 }
 
 absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
-  std::optional<MountSlots::Slot> slot;
-  if (t.slots != nullptr) {
-    LustreSource fs = t.source;
-    fs.sub_dir.clear();
-    absl::StatusOr<MountSlots::Slot> taken = t.slots->Acquire(fs.Spec(), t.target);
-    if (!taken.ok()) return taken.status();
-    slot.emplace(std::move(*taken));
-  }
-  absl::Status status = Mount(t.source, t.target, t.options);
-  if (status.code() == absl::StatusCode::kNotFound && !t.source.sub_dir.empty()) {
-    // Most likely the sub-dir does not exist yet: create it and try again.
-    LOG(INFO) << "mounting " << t.source.Spec() << " failed (" << status.message()
-              << "); creating sub-dir " << t.source.sub_dir;
-    status = EnsureSubDirIn(*this, t.source, target_unmount_.isolation);
-    if (status.ok()) status = Mount(t.source, t.target, t.options);
-  }
-  if (volume::ErrnoOf(status) == ENOTDIR && !t.source.sub_dir.empty()) {
-    return ExplainNotADirectory(*this, t.source, status, target_unmount_.isolation);
-  }
-  if (std::optional<uint64_t> left = volume::LeftBehindOf(status); left && slot.has_value()) {
-    t.slots->HoldFileSystemUntilEnded(std::move(*slot), *left);
-  }
-  return status;
+  auto mount = [&] {
+    absl::Status status = Mount(t.source, t.target, t.options);
+    if (status.code() == absl::StatusCode::kNotFound && !t.source.sub_dir.empty()) {
+      // Most likely the sub-dir does not exist yet: create it and try again.
+      LOG(INFO) << "mounting " << t.source.Spec() << " failed (" << status.message()
+                << "); creating sub-dir " << t.source.sub_dir;
+      status = EnsureSubDirIn(*this, t.source, target_unmount_.isolation);
+      if (status.ok()) status = Mount(t.source, t.target, t.options);
+    }
+    if (volume::ErrnoOf(status) == ENOTDIR && !t.source.sub_dir.empty()) {
+      return ExplainNotADirectory(*this, t.source, status, target_unmount_.isolation);
+    }
+    return status;
+  };
+  if (t.slots == nullptr) return mount();
+  LustreSource fs = t.source;
+  fs.sub_dir.clear();
+  return t.slots->Run(fs.Spec(), t.target, mount);
 }
 
 absl::Status MountingMode::Unpublish(const std::string& target) {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <thread>
+#include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -333,13 +334,16 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, absl::Duration
   if (!waited.ok() || !waited->has_value()) {
     kill(-pid, SIGKILL);
     std::optional<uint64_t> left = ReapInBackground(pid);
-    if (!waited.ok())
-      return left.has_value() ? WithLeftBehind(waited.status(), *left) : waited.status();
+    // The error says what was left behind, if anything.
+    auto leaving = [&left](absl::Status status) {
+      return left.has_value() ? WithLeftBehind(std::move(status), *left) : status;
+    };
+    if (!waited.ok()) return leaving(waited.status());
     absl::Status late = absl::DeadlineExceededError(
         absl::StrCat(cmdline, ": did not finish within ", absl::FormatDuration(timeout),
                      left.has_value() ? ", killed, and has not ended yet" : ", killed",
                      "; output: ", result.output));
-    return left.has_value() ? WithLeftBehind(late, *left) : late;
+    return leaving(late);
   }
   int wait_status = **waited;
   if (WIFSIGNALED(wait_status)) {
