@@ -94,10 +94,10 @@ void MountSlots::HoldFileSystemUntilEnded(Slot slot, uint64_t left_behind) {
 }
 
 absl::Status MountSlots::Run(const std::string& fs, const std::string& target,
-                             const std::function<absl::Status()>& mount) {
+                             const std::function<absl::Status()>& work) {
   absl::StatusOr<Slot> slot = Acquire(fs, target);
   if (!slot.ok()) return slot.status();
-  absl::Status status = mount();
+  absl::Status status = work();
   if (std::optional<uint64_t> left = volume::LeftBehindOf(status); left.has_value()) {
     HoldFileSystemUntilEnded(std::move(*slot), *left);
   }

@@ -68,11 +68,11 @@ class MountSlots {
   // ago the mount began) until that work has ended.
   void HoldFileSystemUntilEnded(Slot slot, uint64_t left_behind);
 
-  // Runs `mount` holding a slot for `fs` and `target` (errors as Acquire);
+  // Runs `work` (a mount) holding a slot for `fs` and `target` (errors as Acquire);
   // where its error carries work left behind (volume::LeftBehindOf), the
   // file system is held up until that has ended (HoldFileSystemUntilEnded).
   absl::Status Run(const std::string& fs, const std::string& target,
-                   const std::function<absl::Status()>& mount);
+                   const std::function<absl::Status()>& work);
 
  private:
   struct Held {

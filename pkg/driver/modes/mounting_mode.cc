@@ -64,7 +64,7 @@ absl::Status MountingMode::Publish(const PublishTarget& t) {
 }
 
 absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
-  auto mount = [&] {
+  auto work = [&] {
     absl::Status status = Mount(t.source, t.target, t.options);
     if (status.code() == absl::StatusCode::kNotFound && !t.source.sub_dir.empty()) {
       // Most likely the sub-dir does not exist yet: create it and try again.
@@ -78,10 +78,10 @@ absl::Status MountingMode::MountHoldingSlot(const PublishTarget& t) {
     }
     return status;
   };
-  if (t.slots == nullptr) return mount();
+  if (t.slots == nullptr) return work();
   LustreSource fs = t.source;
   fs.sub_dir.clear();
-  return t.slots->Run(fs.Spec(), t.target, mount);
+  return t.slots->Run(fs.Spec(), t.target, work);
 }
 
 absl::Status MountingMode::Unpublish(const std::string& target) {
