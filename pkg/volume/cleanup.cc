@@ -317,10 +317,12 @@ absl::Status CleanupMountPoint(Syscalls& sys, const std::string& target,
                                const UnmountOptions& opts) {
   std::string path = CleanPath(target);
   // The quick pass runs on one worker, waited for at most plain_timeout: one
-  // hand-over per cleanup in the common case instead of one per step.
+  // hand-over per cleanup in the common case instead of one per step. Where
+  // none of its steps can wait for a file system (unmounts in place, which
+  // the Syscalls bound themselves), it runs here: no hand-over at all.
   auto pass = std::make_shared<QuickPass>(opts.plain_timeout, ClockOf(opts));
   const int flags = PlaceOf(opts);
-  if (opts.plain_timeout == absl::InfiniteDuration()) {
+  if (opts.plain_timeout == absl::InfiniteDuration() || (opts.in_place && opts.unmount_bounded)) {
     RunQuickPass(sys, path, flags, *pass);
   } else {
     Syscalls* s = &sys;

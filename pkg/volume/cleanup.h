@@ -15,12 +15,12 @@
 // common case (a look at the target that reaches no file system mounted
 // there: its mount id against its parent's; a plain umount of each layer;
 // rmdir) runs as one task on one worker, each of its steps waited for at most
-// plain_timeout; whatever it cannot finish (a failed or hung look or umount)
-// is taken over step by step from where it stopped, without repeating a
-// call: a stat of the target there is bounded by plain_timeout too, and one
-// that hangs is treated like a corrupted mount (the mount table decides).
-// The timeouts and escalation are as above. An rmdir that hangs is
-// DEADLINE_EXCEEDED.
+// plain_timeout (or on the calling thread, where its unmounts are in place
+// and bounded by the Syscalls: UnmountOptions::unmount_bounded); whatever it
+// cannot finish (a failed or hung look or umount) is taken over step by step
+// from where it stopped, without repeating a call: a stat of the target there is bounded by
+// plain_timeout too, and one that hangs is treated like a corrupted mount (the mount table
+// decides). The timeouts and escalation are as above. An rmdir that hangs is DEADLINE_EXCEEDED.
 //
 // All functions are stateless and thread-safe.
 #ifndef LUSTRE_CSI_PKG_VOLUME_CLEANUP_H_
@@ -67,6 +67,15 @@ struct UnmountOptions {
   // client, a host mount): its unmounts ask the file system nothing, so they
   // are made in place (kUnmountInPlace), not in tasks of their own.
   bool in_place = false;
+  // The Syscalls' Unmount waits at most a bound of its own for each call
+  // (a mount namespace's threads: linux/namespace_threads.h) and answers
+  // DEADLINE_EXCEEDED past it. Together with in_place, where nothing the
+  // common case asks reaches a file system (the look at the target asks
+  // none, an unmount in place none, the rmdir only the file system above),
+  // CleanupMountPoint runs that common case on the calling thread: no
+  // hand-over to a worker. Its unmount is then bounded by that bound, not
+  // by plain_timeout; what follows a failed or timed-out one is the same.
+  bool unmount_bounded = false;
 };
 
 // Unmounts the top-most mount at `target`: umount2(0); on EBUSY, a timeout or

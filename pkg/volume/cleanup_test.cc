@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "pkg/base/fake_clock.h"
 #include "pkg/volume/errno_status.h"
@@ -519,6 +520,86 @@ TEST(CleanupMountPointTest, InPlaceUnmountsAreMarkedAsSuch) {
                                             kMntDetach | mark}))
         << in_place;
   }
+}
+
+// Notes the thread of every umount, and answers the first in-place plain
+// one DEADLINE_EXCEEDED when told to, as a namespace's bounded call that
+// did not return would.
+class UnmountThreads : public SyscallsWrapper {
+ public:
+  UnmountThreads(FakeSyscalls* fake, bool first_in_place_times_out)
+      : SyscallsWrapper(fake), time_out_(first_in_place_times_out) {}
+  absl::Status Unmount(const std::string& target, int flags) override {
+    {
+      absl::MutexLock lock(&mu_);
+      threads_.push_back(std::this_thread::get_id());
+      flags_.push_back(flags);
+      if (time_out_ && flags == kUnmountInPlace) {
+        time_out_ = false;
+        return absl::DeadlineExceededError("umount: no answer within 90s");
+      }
+    }
+    return SyscallsWrapper::Unmount(target, flags);
+  }
+  std::vector<std::thread::id> Threads() {
+    absl::MutexLock lock(&mu_);
+    return threads_;
+  }
+  std::vector<int> Flags() {
+    absl::MutexLock lock(&mu_);
+    return flags_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool time_out_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> flags_ ABSL_GUARDED_BY(mu_);
+};
+
+// The common case runs on the calling thread, with no hand-over, only where
+// none of its steps can wait for a file system: the unmounts in place and
+// bounded by the Syscalls themselves. Otherwise it runs on a worker that is
+// waited for at most plain_timeout.
+TEST(CleanupMountPointTest, TheCommonCaseStaysOnTheCallingThreadOnlyWhereEveryStepIsBounded) {
+  for (bool in_place : {false, true}) {
+    for (bool bounded : {false, true}) {
+      FakeSyscalls fake;
+      ASSERT_TRUE(fake.AddDir("/t").ok());
+      ASSERT_TRUE(fake.Mount("a", "/t", "tmpfs", 0, "").ok());
+      ASSERT_TRUE(fake.Mount("b", "/t", "tmpfs", 0, "").ok());
+      UnmountThreads sys(&fake, false);
+      UnmountOptions opts = Short();
+      opts.in_place = in_place;
+      opts.unmount_bounded = bounded;
+      ASSERT_TRUE(CleanupMountPoint(sys, "/t", opts).ok());
+      EXPECT_FALSE(fake.Exists("/t"));
+      std::vector<std::thread::id> threads = sys.Threads();
+      ASSERT_EQ(threads.size(), 2u);
+      for (std::thread::id id : threads) {
+        EXPECT_EQ(id == std::this_thread::get_id(), in_place && bounded)
+            << "in place " << in_place << ", bounded " << bounded;
+      }
+    }
+  }
+}
+
+// On the calling thread, an unmount that timed out where it was made is
+// followed by the detach, as one the worker's wait gave up on.
+TEST(CleanupMountPointTest, ABoundedUnmountInPlaceThatTimesOutIsDetached) {
+  FakeSyscalls fake;
+  ASSERT_TRUE(fake.AddDir("/t").ok());
+  ASSERT_TRUE(fake.Mount("a", "/t", "tmpfs", 0, "").ok());
+  UnmountThreads sys(&fake, true);
+  UnmountOptions opts = Short();
+  opts.in_place = true;
+  opts.unmount_bounded = true;
+  opts.force = false;
+  absl::Status s = CleanupMountPoint(sys, "/t", opts);
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_FALSE(fake.Exists("/t"));
+  EXPECT_EQ(fake.MountCount(), 0);
+  EXPECT_EQ(sys.Flags(), (std::vector<int>{kUnmountInPlace, kMntDetach | kUnmountInPlace}));
 }
 
 TEST(CleanupMountPointTest, PlainUmountSayingNotMountedIsAnErrorNotARetry) {

@@ -59,7 +59,9 @@ class MountNamespace {
                                             absl::Duration timeout) = 0;
 
   // umount2(2) there; errors as Syscalls::Unmount (ErrnoError), plus
-  // FAILED_PRECONDITION when the namespace cannot be entered.
+  // FAILED_PRECONDITION when the namespace cannot be entered, and
+  // DEADLINE_EXCEEDED when it has not returned within the namespace's own
+  // bound (what is stuck in the kernel is left behind).
   virtual absl::Status Unmount(const std::string& target, int flags) = 0;
 
   // At most `max_bytes` of a file there; NOT_FOUND when it does not exist.

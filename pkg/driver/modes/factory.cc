@@ -22,6 +22,8 @@ ModeInstance MakeLustre(const ModeEnv& env) {
   if (!env.shared_clients) return Mounting(std::move(mode));
   SharedClientOptions shared = env.shared;
   shared.isolation = env.isolation;
+  // Its unmounts reach `ns` (ModeEnv::sys), which bounds each.
+  shared.unmounts_bounded = env.ns != nullptr;
   return Mounting(NewSharedClientMode(env.sys, std::move(mode), shared, env.metrics));
 }
 

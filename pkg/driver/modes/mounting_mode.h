@@ -41,7 +41,10 @@ absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& sour
 // (or the look at the target before it) that does not return within 10 s
 // is followed by a detach. A bind has no data of its own to flush, so 10 s
 // is ample where its file system answers, and where it does not the
-// unpublish answers well within the CO's 2 minutes. Its unmounts ask the
+// unpublish answers well within the CO's 2 minutes. (Where the unmounts are
+// made in a mount namespace, which bounds each itself, the shared clients'
+// binds wait for that bound instead, on the calling thread:
+// volume::UnmountOptions::unmount_bounded.) Its unmounts ask the
 // file system nothing (the mount it binds stays), so they are made in place;
 // a stat of a target after an unmount that did not return runs in
 // `isolation` (volume::UnmountOptions).

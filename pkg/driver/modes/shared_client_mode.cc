@@ -242,6 +242,7 @@ class SharedClientMode : public internal::MountingMode {
   volume::UnmountOptions TargetUnmount(const std::string& target) override {
     volume::UnmountOptions options = MountingMode::TargetUnmount(target);
     options.in_place = false;
+    options.unmount_bounded = options_.unmounts_bounded;
     absl::MutexLock lock(&users_mu_);
     for (const auto& [name, users] : users_) {
       if (users.count(target) > 0) options.in_place = true;

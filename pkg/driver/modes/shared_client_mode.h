@@ -29,6 +29,11 @@ struct SharedClientOptions {
   // Where the looks at targets and clients an unmount makes run (borrowed;
   // null: the calling thread), volume::UnmountOptions.
   volume::Isolation* isolation = nullptr;
+  // Whether the unmounts `sys` makes wait at most a bound of their own (made
+  // in a mount namespace: volume::MountNamespace::Unmount). Then the
+  // unpublish of a bind of a live client runs on the calling thread, with
+  // no hand-over (volume::UnmountOptions::unmount_bounded).
+  bool unmounts_bounded = false;
 };
 
 // Lustre mode with one client per file system and set of client-wide

@@ -437,6 +437,34 @@ TEST_F(SharedClientTest, StateComesFromTheMountTableAfterARestart) {
 }
 
 // The parameter: whether the node restarts before the unpublishes.
+// Where the namespace bounds every unmount itself, the unpublish of a bind
+// of a live client (each of its steps asks no file system) is made on the
+// calling thread: no hand-over to a worker. Otherwise, and for a target
+// that may be its client's last mount, the cleanup's worker makes it.
+TEST_F(SharedClientTest, AnUnpublishInPlaceStaysOnTheCallingThreadWhereUnmountsAreBounded) {
+  for (bool bounded : {false, true}) {
+    SharedClientOptions options{kClients};
+    options.unmounts_bounded = bounded;
+    logic_.reset();
+    mode_ =
+        NewSharedClientMode(view_.get(), NewLustreMode(view_.get(), &ns_, {}), options, nullptr);
+    logic_ = std::make_unique<NodeLogic>(NodeOptions{}, view_.get(), mode_.get());
+    const std::string target = bounded ? "/pods/bounded" : "/pods/unbounded";
+    ASSERT_TRUE(logic_->Publish(Request(target, "x")).ok()) << bounded;
+    const size_t before = sys_.UnmountCalls().size();
+    ASSERT_TRUE(mode_->Unpublish(target).ok()) << bounded;  // here, not on a call's worker
+    std::vector<volume::FakeSyscalls::UnmountCall> calls = sys_.UnmountCalls();
+    int made = 0;
+    for (size_t i = before; i < calls.size(); ++i) {
+      if (calls[i].target != target) continue;  // the client's, now unused
+      ++made;
+      EXPECT_TRUE(calls[i].in_place);
+      EXPECT_EQ(calls[i].thread == std::this_thread::get_id(), bounded) << bounded;
+    }
+    EXPECT_EQ(made, 1) << bounded;
+  }
+}
+
 class DeadClientTest : public SharedClientTest, public testing::WithParamInterface<bool> {};
 INSTANTIATE_TEST_SUITE_P(Restart, DeadClientTest, testing::Bool());
 

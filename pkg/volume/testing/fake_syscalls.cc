@@ -497,7 +497,7 @@ absl::Status FakeSyscalls::Unmount(const std::string& target, int flags) {
   flags &= ~kUnmountInPlace;  // where the call is made, not what it does
   {
     absl::MutexLock lock(&mu_);
-    unmount_calls_.push_back(UnmountCall{target, flags, in_place});
+    unmount_calls_.push_back(UnmountCall{target, flags, in_place, std::this_thread::get_id()});
   }
   Call call = Enter(Op::kUnmount, target);
   RETURN_IF_ERROR(call.status());

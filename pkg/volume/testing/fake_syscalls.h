@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -60,8 +61,9 @@ class FakeSyscalls : public Syscalls, public FaultInjector {
   };
   struct UnmountCall {
     std::string target;
-    int flags = 0;          // the kernel's flags
-    bool in_place = false;  // kUnmountInPlace was passed (where the call is made)
+    int flags = 0;           // the kernel's flags
+    bool in_place = false;   // kUnmountInPlace was passed (where the call is made)
+    std::thread::id thread;  // the thread that made it
   };
 
   // Starts with "/" (an empty directory on an ext4-like root file system).
