@@ -54,7 +54,12 @@ class LustreModeTest : public testing::Test {
   absl::StatusOr<ProcessResult> Helper(const std::vector<std::string>& argv) {
     if (argv.size() == 2 && argv[1] == "-V") return Exit(0, "mount.lustre 2.15.5");
     if (fail_with_ != 0) return Exit(fail_with_, "mount.lustre: mount failed: injected");
-    if (left_behind_ != nullptr) {
+    const std::string& mounted = argv[argv.size() - 2];
+    const bool root = mounted.substr(mounted.find(":/") + 2).find('/') == std::string::npos;
+    if (sub_dir_fails_with_ != 0 && !root) {
+      return Exit(sub_dir_fails_with_, "mount.lustre: mount failed: injected");
+    }
+    if (left_behind_ != nullptr && (root || !only_roots_left_behind_)) {
       // Killed at its timeout, and still waiting for the servers.
       left_id_ = left_behind_->Add();
       return volume::WithLeftBehind(
@@ -82,6 +87,8 @@ class LustreModeTest : public testing::Test {
   int fail_with_ = 0;
   bool invisible_ = false;
   volume::LeftBehind* left_behind_ = nullptr;  // where a helper that hangs is left
+  bool only_roots_left_behind_ = false;        // only a root's helper hangs
+  int sub_dir_fails_with_ = 0;                 // a sub-dir's helper exits with it
   uint64_t left_id_ = 0;                       // the last one left there
 };
 
@@ -295,6 +302,31 @@ TEST_F(LustreModeTest, AHelperLeftWaitingHoldsItsFileSystemUpUntilItEnds) {
   left.End(left_id_);
   absl::Status again = mode_->Publish({dead, "/pods/b", {}, false, std::nullopt, &slots});
   EXPECT_TRUE(again.ok()) << again;
+}
+
+// A sub-dir the server answers ENOTDIR for is named by a look from the
+// root, which mounts the root; a root mount helper left waiting there holds
+// the file system up as any other, though the publish answers what the
+// server said of the sub-dir.
+TEST_F(LustreModeTest, ARootHelperLeftWaitingWhileNamingASubDirHoldsItsFileSystemUp) {
+  for (const char* t : {"/pods/a", "/pods/b"}) ASSERT_TRUE(sys_.AddDir(t).ok());
+  volume::LeftBehind left;
+  MountSlots slots(1, absl::Milliseconds(50), absl::Seconds(10), nullptr, &left);
+  LustreSource source{"10.0.0.4@tcp", "lustrefs", "team/data"};
+  sub_dir_fails_with_ = ENOTDIR;
+  left_behind_ = &left;
+  only_roots_left_behind_ = true;
+  absl::Status first = mode_->Publish({source, "/pods/a", {}, false, std::nullopt, &slots});
+  EXPECT_EQ(first.code(), absl::StatusCode::kInvalidArgument) << first;
+  EXPECT_THAT(first.message(), HasSubstr("is not a directory on the server"));
+  EXPECT_EQ(left.Running(), 1);
+  EXPECT_EQ(ns_.Runs().size(), 2u);  // the sub-dir's helper, then the root's
+
+  absl::Status retry = mode_->Publish({source, "/pods/b", {}, false, std::nullopt, &slots});
+  EXPECT_EQ(retry.code(), absl::StatusCode::kUnavailable) << retry;
+  EXPECT_EQ(ns_.Runs().size(), 2u) << "a retry ran another helper";
+  left.End(left_id_);
+  left_behind_ = nullptr;
 }
 
 }  // namespace

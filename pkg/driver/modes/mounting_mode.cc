@@ -11,6 +11,7 @@
 #include "pkg/volume/beneath.h"
 #include "pkg/volume/cleanup.h"
 #include "pkg/volume/errno_status.h"
+#include "pkg/volume/left_behind.h"
 #include "pkg/volume/mount_table.h"
 #include "pkg/volume/ownership.h"
 
@@ -35,11 +36,17 @@ absl::Status ExplainNotADirectory(FileSystemAccess& fs, const LustreSource& sour
             where, [&] { return volume::ResolveBeneath(sys, root, source.sub_dir).status(); });
       });
   if (named.code() == absl::StatusCode::kInvalidArgument) return named;
-  return absl::InvalidArgumentError(absl::StrCat(
+  absl::Status said = absl::InvalidArgumentError(absl::StrCat(
       "sub-dir \"", source.sub_dir, "\" of ", source.fs_name,
       " is not a directory on the server: a component is a symlink or a file (sub-dirs are "
       "resolved without following symlinks): ",
       status.message()));
+  // A root mount that gave up and left its helper waiting for the servers
+  // still holds the file system up (MountSlots::Run).
+  if (std::optional<uint64_t> left = volume::LeftBehindOf(named); left.has_value()) {
+    return volume::WithLeftBehind(said, *left);
+  }
+  return said;
 }
 
 absl::Status MountingMode::Publish(const PublishTarget& t) {
