@@ -222,11 +222,12 @@ class DeadServerE2eTest : public testing::TestWithParam<std::string> {
     return ctx;
   }
 
-  grpc::Status Publish(const std::string& fs, const std::string& target) {
+  grpc::Status Publish(const std::string& fs, const std::string& target,
+                       absl::Duration deadline = absl::Seconds(60)) {
     csi::v1::NodePublishVolumeRequest req =
         MakePublishRequest("pv-" + fs, target, LustreContext("vol", fs));
     csi::v1::NodePublishVolumeResponse res;
-    return stub_->NodePublishVolume(Context(absl::Seconds(60)).get(), req, &res);
+    return stub_->NodePublishVolume(Context(deadline).get(), req, &res);
   }
 
   absl::Status Unpublish(const std::string& target) {
@@ -633,6 +634,37 @@ TEST_P(DeadServerE2eTest, AControllerCallOnAFrozenFileSystemIsBoundedAndRetriesJ
   EXPECT_TRUE(WaitUntil([&] { return (made = create()).ok(); }, absl::Seconds(30)))
       << made.error_message() << "\n"
       << ReadFile(tmp_.Join("controller2.log"));
+}
+
+// A caller whose deadline comes before --call-timeout-seconds gets the
+// driver's answer before it gives up (UNAVAILABLE, still in progress), not
+// its transport's DEADLINE_EXCEEDED, on the node and the controller alike;
+// the work goes on, and the call's thread is free again.
+TEST_P(DeadServerE2eTest, ACallerWithAShortDeadlineIsAnsweredBeforeIt) {
+  ASSERT_TRUE(Publish("lustrefs", tmp_.Join("pods/a")).ok()) << Log();
+  ASSERT_NO_FATAL_FAILURE(StartController("controller"));
+  Freeze();
+  absl::Time start = absl::Now();
+  grpc::Status published = Publish("lustrefs", tmp_.Join("pods/new"), absl::Seconds(3));
+  absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(published.error_code(), grpc::UNAVAILABLE) << published.error_message();
+  EXPECT_THAT(published.error_message(), HasSubstr("still in progress"));
+  EXPECT_GE(took, absl::Seconds(2));
+  EXPECT_LT(took, absl::Seconds(3));
+
+  csi::v1::CreateVolumeRequest req;
+  req.set_name("pvc-impatient");
+  *req.add_volume_capabilities() = MountCapability();
+  const std::map<std::string, std::string> context = LustreContext("vol/pvc-impatient");
+  req.mutable_parameters()->insert(context.begin(), context.end());
+  (*req.mutable_parameters())["create-sub-dir"] = "true";
+  csi::v1::CreateVolumeResponse res;
+  start = absl::Now();
+  grpc::Status created = controller_stub_->CreateVolume(Context(absl::Seconds(3)).get(), req, &res);
+  took = absl::Now() - start;
+  EXPECT_EQ(created.error_code(), grpc::UNAVAILABLE) << created.error_message();
+  EXPECT_THAT(created.error_message(), HasSubstr("still in progress"));
+  EXPECT_LT(took, absl::Seconds(3));
 }
 
 // The negative control: a driver that is itself frozen does not answer, and

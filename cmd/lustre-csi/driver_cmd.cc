@@ -88,8 +88,9 @@ DEFINE_int32(call_timeout_seconds, 100,
              "whatever the file system does: what has not returned by then goes on in the "
              "background, holding its target or volume, and the call (and every retry of the "
              "same request) answers UNAVAILABLE saying it is still in progress; keep it below "
-             "the CO's own call timeout (the kubelet's and Nomad's: 2 minutes). Stats answer "
-             "within 5 s");
+             "the CO's own call timeout (the kubelet's and Nomad's: 2 minutes). A caller whose "
+             "deadline comes sooner gets that answer before its deadline (a tenth of the time "
+             "left, at most 1 s). Stats answer within 5 s");
 DEFINE_string(lustre_params_root, "/",
               "lustre mode: the root under which the host's Lustre client shows the state of its "
               "connections to the servers (<root>/proc/fs/lustre/{mdc,osc}/*/import, or "

@@ -9,7 +9,9 @@
 // call still in flight `bound` after it started answers at once, without
 // waiting again, DEADLINE_EXCEEDED saying since when it has not returned
 // (StuckSince); it goes on in the background, and once it returns the next
-// Call for its key starts afresh. At most `max_in_flight` keys may have a
+// Call for its key starts afresh. A caller that gives up sooner (its own
+// deadline: `caller_wait`) is answered the same way when its wait is over.
+// At most `max_in_flight` keys may have a
 // call in flight: a Call for another key then answers UNAVAILABLE at once.
 //
 // StopWaiting() (a process that ends) makes every caller waiting now
@@ -22,6 +24,7 @@
 #ifndef LUSTRE_CSI_PKG_BASE_BOUNDED_CALLS_H_
 #define LUSTRE_CSI_PKG_BASE_BOUNDED_CALLS_H_
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,7 +55,8 @@ class BoundedCalls {
         max_in_flight_(max_in_flight),
         pool_(pool) {}
 
-  absl::StatusOr<T> Call(const std::string& key, std::function<absl::StatusOr<T>()> fn) {
+  absl::StatusOr<T> Call(const std::string& key, std::function<absl::StatusOr<T>()> fn,
+                         absl::Duration caller_wait = absl::InfiniteDuration()) {
     std::shared_ptr<Flight> flight;
     bool start = false;
     {
@@ -95,6 +99,7 @@ class BoundedCalls {
       absl::Duration age = clock_->Now() - flight->started;
       wait = age >= bound_ ? absl::ZeroDuration() : bound_ - age;
     }
+    wait = std::min(wait, std::max(caller_wait, absl::ZeroDuration()));
     absl::MutexLock lock(&flight->mu);
     if (!flight->mu.AwaitWithTimeout(absl::Condition(&Answered, flight.get()), wait)) {
       return absl::DeadlineExceededError(

@@ -39,6 +39,32 @@ TEST_F(BoundedCallsTest, AReturningCallAnswersItsResult) {
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kNotFound);
 }
 
+// A caller that gives up before the bound (its deadline) is answered when
+// its own wait is over, and the call goes on: a caller that waits longer
+// joins it and gets its result; none starts a second call.
+TEST_F(BoundedCallsTest, ACallerWithAShorterWaitIsAnsweredAtItsEnd) {
+  BoundedCalls<int> calls(&clock_, absl::Seconds(60), 4, &pool_);
+  absl::Time start = absl::Now();
+  absl::StatusOr<int> first = calls.Call("a", Blocking(1), absl::Milliseconds(30));
+  absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kDeadlineExceeded) << first.status();
+  EXPECT_GE(took, absl::Milliseconds(30));
+  EXPECT_LT(took, absl::Seconds(30)) << "waited for the bound, not the caller";
+  // Past its deadline already: answered at once.
+  absl::StatusOr<int> late = calls.Call("a", Blocking(2), -absl::Seconds(1));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(calls.InFlight(), 1);
+  std::thread release([this] {
+    absl::SleepFor(absl::Milliseconds(30));
+    release_.Notify();
+  });
+  absl::StatusOr<int> patient = calls.Call("a", Blocking(3));
+  release.join();
+  ASSERT_TRUE(patient.ok()) << patient.status();
+  EXPECT_EQ(*patient, 1);
+  EXPECT_EQ(started_.load(), 1) << "a caller started a second call";
+}
+
 // A stuck call answers DEADLINE_EXCEEDED after its bound; callers that come
 // later join it (no second call, no second thread) and, once its bound is
 // past, answer at once; when it returns, the next caller starts afresh.

@@ -114,10 +114,11 @@ ControllerLogic::ControllerLogic(FileSystemAccess* file_systems, ControllerOptio
 }
 
 ControllerLogic::Answer ControllerLogic::Bounded(const std::string& key,
-                                                 std::function<Answer()> work) {
+                                                 std::function<Answer()> work,
+                                                 absl::Duration caller_wait) {
   if (calls_ == nullptr) return work();
-  absl::StatusOr<Answer> done =
-      calls_->Call(key, [work = std::move(work)]() -> absl::StatusOr<Answer> { return work(); });
+  absl::StatusOr<Answer> done = calls_->Call(
+      key, [work = std::move(work)]() -> absl::StatusOr<Answer> { return work(); }, caller_wait);
   if (done.ok()) return *done;
   if (absl::IsDeadlineExceeded(done.status())) {
     // Its file system does not answer, most likely: the call goes on.
@@ -136,43 +137,49 @@ void ControllerLogic::StopWaiting() {
 
 int ControllerLogic::CallsInFlight() { return calls_ != nullptr ? calls_->InFlight() : 0; }
 
-absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& args) {
+absl::StatusOr<CreatedVolume> ControllerLogic::Create(const CreateVolumeArgs& args,
+                                                      absl::Duration caller_wait) {
   Answer answer = Bounded(
       absl::StrCat("CreateVolume ", args.name, " (request ", RequestFingerprint(args).substr(0, 12),
                    ")"),
       [this, args] {
         absl::StatusOr<CreatedVolume> created = CreateNow(args);
         return created.ok() ? Answer{absl::OkStatus(), *created, {}} : Answer{created.status()};
-      });
+      },
+      caller_wait);
   if (!answer.status.ok()) return answer.status;
   return answer.created;
 }
 
-absl::Status ControllerLogic::Delete(const std::string& volume_id) {
-  return Bounded(absl::StrCat("DeleteVolume ", volume_id),
-                 [this, volume_id] { return Answer{DeleteNow(volume_id)}; })
+absl::Status ControllerLogic::Delete(const std::string& volume_id, absl::Duration caller_wait) {
+  return Bounded(
+             absl::StrCat("DeleteVolume ", volume_id),
+             [this, volume_id] { return Answer{DeleteNow(volume_id)}; }, caller_wait)
       .status;
 }
 
 absl::StatusOr<ExpandedVolume> ControllerLogic::Expand(const std::string& volume_id,
-                                                       int64_t required_bytes,
-                                                       int64_t limit_bytes) {
+                                                       int64_t required_bytes, int64_t limit_bytes,
+                                                       absl::Duration caller_wait) {
   Answer answer = Bounded(
       absl::StrCat("ControllerExpandVolume ", volume_id, " to ", required_bytes, "-", limit_bytes),
       [this, volume_id, required_bytes, limit_bytes] {
         absl::StatusOr<ExpandedVolume> expanded = ExpandNow(volume_id, required_bytes, limit_bytes);
         return expanded.ok() ? Answer{absl::OkStatus(), {}, *expanded} : Answer{expanded.status()};
-      });
+      },
+      caller_wait);
   if (!answer.status.ok()) return answer.status;
   return answer.expanded;
 }
 
 absl::Status ControllerLogic::CheckExists(const std::string& volume_id,
-                                          const std::map<std::string, std::string>& context) {
+                                          const std::map<std::string, std::string>& context,
+                                          absl::Duration caller_wait) {
   std::string key = absl::StrCat("ValidateVolumeCapabilities ", volume_id);
   for (const auto& [k, v] : context) absl::StrAppend(&key, " ", k, "=", v);
-  return Bounded(key,
-                 [this, volume_id, context] { return Answer{CheckExistsNow(volume_id, context)}; })
+  return Bounded(
+             key, [this, volume_id, context] { return Answer{CheckExistsNow(volume_id, context)}; },
+             caller_wait)
       .status;
 }
 

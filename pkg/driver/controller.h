@@ -124,12 +124,14 @@ class ControllerLogic {
   // A repeat of a name is decided from this process's record, and, after a
   // restart, for a provisioned sub-dir, from the request recorded in its
   // owner marker: another request is ALREADY_EXISTS.
-  absl::StatusOr<CreatedVolume> Create(const CreateVolumeArgs& args);
+  absl::StatusOr<CreatedVolume> Create(const CreateVolumeArgs& args,
+                                       absl::Duration caller_wait = absl::InfiniteDuration());
 
   // Idempotent: an unknown or foreign id is OK. A deleted provisioned
   // sub-dir's project quota is cleared and its project ID freed; a retained
   // one keeps both (its files still carry the ID).
-  absl::Status Delete(const std::string& volume_id);
+  absl::Status Delete(const std::string& volume_id,
+                      absl::Duration caller_wait = absl::InfiniteDuration());
 
   // Raises the limit of a volume with a project quota to QuotaCapacity; a
   // volume already that large is OK with its size (no shrinking). A volume
@@ -137,7 +139,8 @@ class ControllerLogic {
   // required_bytes (else limit_bytes), recorded nowhere. NOT_FOUND for an
   // id that is not ours or a provisioned sub-dir that is gone.
   absl::StatusOr<ExpandedVolume> Expand(const std::string& volume_id, int64_t required_bytes,
-                                        int64_t limit_bytes);
+                                        int64_t limit_bytes,
+                                        absl::Duration caller_wait = absl::InfiniteDuration());
 
   // NOT_FOUND unless `volume_id` is a volume of ours: an id in our format;
   // for a volume created by this process, the same id as recorded; and, when
@@ -145,7 +148,8 @@ class ControllerLogic {
   // file systems, a sub-dir that still exists with an owner marker naming
   // the volume. A file system that cannot be reached now does not decide.
   absl::Status CheckExists(const std::string& volume_id,
-                           const std::map<std::string, std::string>& context = {});
+                           const std::map<std::string, std::string>& context = {},
+                           absl::Duration caller_wait = absl::InfiniteDuration());
 
   // Ends every wait for a call now (they answer UNAVAILABLE) and refuses
   // later calls: the process ends.
@@ -161,9 +165,10 @@ class ControllerLogic {
     CreatedVolume created;
     ExpandedVolume expanded;
   };
-  // Runs `work` bounded by options_.call_timeout (see the class comment);
-  // `key` names the request (equal for a retry of it).
-  Answer Bounded(const std::string& key, std::function<Answer()> work);
+  // Runs `work` bounded by options_.call_timeout (see the class comment)
+  // and by `caller_wait` (what is left of the caller's deadline); `key`
+  // names the request (equal for a retry of it).
+  Answer Bounded(const std::string& key, std::function<Answer()> work, absl::Duration caller_wait);
 
   absl::StatusOr<CreatedVolume> CreateNow(const CreateVolumeArgs& args);
   absl::Status DeleteNow(const std::string& volume_id);

@@ -139,9 +139,10 @@ NodeLogic::NodeLogic(NodeOptions options, volume::Syscalls* sys, MountMode* mode
       calls_(clock_, options_.retry_wait, options_.max_calls_in_flight, &workers_) {}
 
 absl::Status NodeLogic::RunBounded(const std::string& key, const std::string& target,
-                                   std::function<absl::Status()> work) {
+                                   std::function<absl::Status()> work, absl::Duration caller_wait) {
   absl::StatusOr<Outcome> done = calls_.Call(
-      key, [work = std::move(work)]() -> absl::StatusOr<Outcome> { return Outcome{work()}; });
+      key, [work = std::move(work)]() -> absl::StatusOr<Outcome> { return Outcome{work()}; },
+      caller_wait);
   if (done.ok()) return done->status;
   if (absl::IsDeadlineExceeded(done.status())) {
     return absl::UnavailableError(absl::StrCat(InProgress(target), "; retry later"));
@@ -169,7 +170,7 @@ std::string NodeLogic::InProgress(const std::string& target) {
                       " is still in progress since ", since, " (", age, ")");
 }
 
-absl::Status NodeLogic::Publish(const PublishRequest& req) {
+absl::Status NodeLogic::Publish(const PublishRequest& req, absl::Duration caller_wait) {
   if (absl::Status s = ValidateTargetPath(req.target_path); !s.ok()) return s;
   // A retry of this very publish while it runs joins it.
   std::string key =
@@ -178,7 +179,8 @@ absl::Status NodeLogic::Publish(const PublishRequest& req) {
                    req.volume_mount_group.has_value() ? absl::StrCat(*req.volume_mount_group)
                                                       : std::string("-"));
   for (const auto& [k, v] : req.volume_context) absl::StrAppend(&key, "\n", k, "=", v);
-  return RunBounded(key, req.target_path, [this, req] { return PublishWork(req); });
+  return RunBounded(
+      key, req.target_path, [this, req] { return PublishWork(req); }, caller_wait);
 }
 
 absl::Status NodeLogic::PublishWork(const PublishRequest& req) {
@@ -330,12 +332,14 @@ std::optional<std::optional<uint32_t>> NodeLogic::PublishedGroup(const std::stri
   return it->second.group;
 }
 
-absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::string& target_path) {
+absl::Status NodeLogic::Unpublish(const std::string& volume_id, const std::string& target_path,
+                                  absl::Duration caller_wait) {
   if (absl::Status s = ValidateTargetPath(target_path); !s.ok()) return s;
   // A retry while the unpublish of the target runs joins it.
   return RunBounded(
       absl::StrCat("unpublish\n", target_path), target_path,
-      [this, volume_id, target_path] { return UnpublishWork(volume_id, target_path); });
+      [this, volume_id, target_path] { return UnpublishWork(volume_id, target_path); },
+      caller_wait);
 }
 
 absl::Status NodeLogic::UnpublishWork(const std::string& volume_id,

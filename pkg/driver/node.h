@@ -115,7 +115,13 @@ class NodeLogic {
   // (through a root mount) and mounted again. On failure what was mounted is
   // unmounted again (an unmount that fails is logged) and a target directory
   // this call created is removed.
-  absl::Status Publish(const PublishRequest& req);
+  //
+  // Publish and Unpublish wait for their work at most `retry_wait` from its
+  // start, and at most `caller_wait` (what is left of the caller's
+  // deadline): then they answer UNAVAILABLE, the work going on, joined by a
+  // retry.
+  absl::Status Publish(const PublishRequest& req,
+                       absl::Duration caller_wait = absl::InfiniteDuration());
 
   // Unmounts everything on `target_path` (escalating when needed) and removes
   // the directory; never deletes anything below it. A missing target is OK.
@@ -123,7 +129,8 @@ class NodeLogic {
   // unpublishes) is abandoned: it undoes what it mounted when it returns and
   // answers ABORTED; the unpublish waits for it to return and then proceeds
   // (its caller meanwhile gets UNAVAILABLE, never ABORTED).
-  absl::Status Unpublish(const std::string& volume_id, const std::string& target_path);
+  absl::Status Unpublish(const std::string& volume_id, const std::string& target_path,
+                         absl::Duration caller_wait = absl::InfiniteDuration());
 
   // Usage from statfs. INVALID_ARGUMENT for a path over 4096 bytes or with a
   // NUL. NOT_FOUND where the volume is not published: a path that does not
@@ -158,9 +165,9 @@ class NodeLogic {
   absl::Status PublishLocked(const PublishRequest& req, const LustreParams& params);
   absl::Status UnpublishWork(const std::string& volume_id, const std::string& target_path);
   // Runs `work` for `target` on a worker, joined by the same `key`, waiting
-  // for it as long as `retry_wait` from its start.
+  // for it as long as `retry_wait` from its start, and `caller_wait` at most.
   absl::Status RunBounded(const std::string& key, const std::string& target,
-                          std::function<absl::Status()> work);
+                          std::function<absl::Status()> work, absl::Duration caller_wait);
   // Marks `stats` abnormal when the Lustre client reports a target of the
   // volume's file system not connected.
   void AddClientState(const std::string& volume_id, VolumeStats* stats);

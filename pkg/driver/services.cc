@@ -96,7 +96,7 @@ void NodeService::AddRoutes(server::Routes& routes) {
   routes.Unary(name, "NodeGetInfo", this, &NodeService::NodeGetInfo, Dispatch::kInline);
 }
 
-grpc::Status NodeService::NodePublishVolume(grpc::ServerContext*,
+grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx,
                                             const csi::v1::NodePublishVolumeRequest* req,
                                             csi::v1::NodePublishVolumeResponse*) {
   return Serve(metrics_, "NodePublishVolume", [&]() -> absl::Status {
@@ -121,17 +121,17 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext*,
       publish.volume_mount_group = gid;
     }
     publish.volume_context = ToMap(req->volume_context());
-    return logic_->Publish(publish);
+    return logic_->Publish(publish, CallerWait(ctx));
   });
 }
 
-grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext*,
+grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext* ctx,
                                               const csi::v1::NodeUnpublishVolumeRequest* req,
                                               csi::v1::NodeUnpublishVolumeResponse*) {
   return Serve(metrics_, "NodeUnpublishVolume", [&]() -> absl::Status {
     if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
     if (req->target_path().empty()) return absl::InvalidArgumentError("target_path missing");
-    return logic_->Unpublish(req->volume_id(), req->target_path());
+    return logic_->Unpublish(req->volume_id(), req->target_path(), CallerWait(ctx));
   });
 }
 
@@ -206,7 +206,7 @@ void ControllerService::AddRoutes(server::Routes& routes) {
                Dispatch::kWorker);
 }
 
-grpc::Status ControllerService::CreateVolume(grpc::ServerContext*,
+grpc::Status ControllerService::CreateVolume(grpc::ServerContext* ctx,
                                              const csi::v1::CreateVolumeRequest* req,
                                              csi::v1::CreateVolumeResponse* res) {
   return Serve(metrics_, "CreateVolume", [&]() -> absl::Status {
@@ -228,7 +228,7 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext*,
     args.limit_bytes = req->capacity_range().limit_bytes();
     args.requisite = ToTopologies(req->accessibility_requirements().requisite());
     args.preferred = ToTopologies(req->accessibility_requirements().preferred());
-    absl::StatusOr<CreatedVolume> created = logic_->Create(args);
+    absl::StatusOr<CreatedVolume> created = logic_->Create(args, CallerWait(ctx));
     if (!created.ok()) return created.status();
     csi::v1::Volume* volume = res->mutable_volume();
     volume->set_volume_id(created->volume_id);
@@ -241,21 +241,23 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext*,
   });
 }
 
-grpc::Status ControllerService::DeleteVolume(grpc::ServerContext*,
+grpc::Status ControllerService::DeleteVolume(grpc::ServerContext* ctx,
                                              const csi::v1::DeleteVolumeRequest* req,
                                              csi::v1::DeleteVolumeResponse*) {
-  return Serve(metrics_, "DeleteVolume", [&] { return logic_->Delete(req->volume_id()); });
+  return Serve(metrics_, "DeleteVolume",
+               [&] { return logic_->Delete(req->volume_id(), CallerWait(ctx)); });
 }
 
 grpc::Status ControllerService::ValidateVolumeCapabilities(
-    grpc::ServerContext*, const csi::v1::ValidateVolumeCapabilitiesRequest* req,
+    grpc::ServerContext* ctx, const csi::v1::ValidateVolumeCapabilitiesRequest* req,
     csi::v1::ValidateVolumeCapabilitiesResponse* res) {
   return Serve(metrics_, "ValidateVolumeCapabilities", [&]() -> absl::Status {
     if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
     if (req->volume_capabilities().empty()) {
       return absl::InvalidArgumentError("volume_capabilities missing");
     }
-    if (absl::Status s = logic_->CheckExists(req->volume_id(), ToMap(req->volume_context()));
+    if (absl::Status s =
+            logic_->CheckExists(req->volume_id(), ToMap(req->volume_context()), CallerWait(ctx));
         !s.ok()) {
       return s;
     }
@@ -288,7 +290,7 @@ grpc::Status ControllerService::ControllerGetCapabilities(
 }
 
 grpc::Status ControllerService::ControllerExpandVolume(
-    grpc::ServerContext*, const csi::v1::ControllerExpandVolumeRequest* req,
+    grpc::ServerContext* ctx, const csi::v1::ControllerExpandVolumeRequest* req,
     csi::v1::ControllerExpandVolumeResponse* res) {
   return Serve(metrics_, "ControllerExpandVolume", [&]() -> absl::Status {
     if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
@@ -298,7 +300,7 @@ grpc::Status ControllerService::ControllerExpandVolume(
     }
     absl::StatusOr<ExpandedVolume> expanded =
         logic_->Expand(req->volume_id(), req->capacity_range().required_bytes(),
-                       req->capacity_range().limit_bytes());
+                       req->capacity_range().limit_bytes(), CallerWait(ctx));
     if (!expanded.ok()) return expanded.status();
     res->set_capacity_bytes(expanded->capacity_bytes);
     res->set_node_expansion_required(false);
