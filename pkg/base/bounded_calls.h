@@ -11,8 +11,8 @@
 // (StuckSince); it goes on in the background, and once it returns the next
 // Call for its key starts afresh. A caller that gives up sooner (its own
 // deadline: `caller_wait`) is answered the same way when its wait is over.
-// At most `max_in_flight` keys may have a
-// call in flight: a Call for another key then answers UNAVAILABLE at once.
+// At most `max_in_flight` keys may have a call in flight: a Call for another
+// key then answers UNAVAILABLE at once.
 //
 // StopWaiting() (a process that ends) makes every caller waiting now
 // answer UNAVAILABLE at once, and every later Call too.

@@ -43,9 +43,8 @@ struct ProcessSpec {
 //   DEADLINE_EXCEEDED: it ran longer than `timeout`; its process group was
 //     killed. Where the program has not ended 100 ms after that (it waits in
 //     the kernel for a server that does not answer), it is reaped in the
-//     background and
-//     the error carries its id in ProcessLeftBehind() (volume::LeftBehindOf),
-//     ended once it is reaped.
+//     background and the error carries its id in ProcessLeftBehind()
+//     (volume::LeftBehindOf), ended once it is reaped.
 //   INVALID_ARGUMENT: empty argv, a relative argv[0], or a NUL in an argument.
 absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, absl::Duration timeout);
 
