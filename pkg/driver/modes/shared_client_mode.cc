@@ -223,6 +223,7 @@ class SharedClientMode : public internal::MountingMode {
     std::vector<std::string> names;
     {
       absl::MutexLock lock(&users_mu_);
+      in_place_.erase(target);  // its unmount no longer counts on its client
       for (const auto& [name, users] : users_) {
         if (users.count(target) > 0) names.push_back(name);
       }
@@ -238,14 +239,19 @@ class SharedClientMode : public internal::MountingMode {
   // may be the last mount of its client, whose unmount ends it and may wait
   // for the servers: a bind of a client detached as dead (before a restart
   // too: the table then shows no client of its device), or a mount this
-  // mode did not make. Those are unmounted in a task.
+  // mode did not make. Those are unmounted in a task. An unmount in place
+  // counts on its client staying mounted until the target's Release: a
+  // publish that finds the client dead waits for it before detaching the
+  // client (AwaitNoUnmountInPlaceOf), so it is never the last reference.
   volume::UnmountOptions TargetUnmount(const std::string& target) override {
     volume::UnmountOptions options = MountingMode::TargetUnmount(target);
     options.in_place = false;
     options.unmount_bounded = options_.unmounts_bounded;
     absl::MutexLock lock(&users_mu_);
     for (const auto& [name, users] : users_) {
-      if (users.count(target) > 0) options.in_place = true;
+      if (users.count(target) == 0) continue;
+      options.in_place = true;
+      in_place_.emplace(target, name);
     }
     return options;
   }
@@ -414,6 +420,18 @@ class SharedClientMode : public internal::MountingMode {
     absl::MutexLock lock(&users_mu_);
     return users_.count(name) > 0;
   }
+  // Waits, at most options_.in_place_unmount_wait, until no unmount in
+  // place of a bind of the client `name` is under way; whether none is.
+  bool AwaitNoUnmountInPlaceOf(const std::string& name) {
+    absl::MutexLock lock(&users_mu_);
+    auto none = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(users_mu_) {
+      for (const auto& [target, of] : in_place_) {
+        if (of == name) return false;
+      }
+      return true;
+    };
+    return users_mu_.AwaitWithTimeout(absl::Condition(&none), options_.in_place_unmount_wait);
+  }
 
   // Whether the client root `dir` is a live mount: a stat of it (it asks the
   // client's file system; run it isolated), then a mount-point check.
@@ -466,10 +484,19 @@ class SharedClientMode : public internal::MountingMode {
       // mount a new one.
       LOG(WARNING) << "Lustre client " << dir << " is dead (" << alive.status()
                    << "); mounting a new one";
+      // Its binds left are not its users from now on: not unmounted in
+      // place. One already being unmounted in place would end the client if
+      // it were detached first (its put_super, which may wait for the
+      // servers, on the unmounting thread): it goes first.
+      Forget(client.name);
+      if (!AwaitNoUnmountInPlaceOf(client.name)) {
+        return absl::UnavailableError(absl::StrCat(
+            "the Lustre client ", dir, " is dead (", alive.status().message(),
+            ") and an unpublish of a target bound from it is still unmounting it; retry"));
+      }
       if (absl::Status s = sys_->Unmount(dir, volume::kMntDetach); !s.ok()) {
         return volume::Annotate(s, absl::StrCat("detaching the dead client ", dir));
       }
-      Forget(client.name);  // its binds left are not its users: not unmounted in place
     }
     absl::Status made = sys_->Mkdir(dir, 0750);
     if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
@@ -571,6 +598,9 @@ class SharedClientMode : public internal::MountingMode {
   // Clients whose release waits for their lock (ReleaseWhenFree), and
   // whether silently (nothing of the client may be looked at).
   std::map<std::string, bool> release_asked_ ABSL_GUARDED_BY(users_mu_);
+  // Targets being unmounted in place (from TargetUnmount to Release), and
+  // the client each counts on.
+  std::multimap<std::string, std::string> in_place_ ABSL_GUARDED_BY(users_mu_);
 };
 
 }  // namespace

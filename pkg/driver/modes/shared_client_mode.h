@@ -34,6 +34,11 @@ struct SharedClientOptions {
   // unpublish of a bind of a live client runs on the calling thread, with
   // no hand-over (volume::UnmountOptions::unmount_bounded).
   bool unmounts_bounded = false;
+  // How long a publish that found its client dead waits, before detaching
+  // it, for the unpublishes already unmounting binds of it in place (each
+  // of which counts on the client staying mounted, so as not to end it);
+  // past it the publish answers UNAVAILABLE and leaves the client be.
+  absl::Duration in_place_unmount_wait = absl::Seconds(5);
 };
 
 // Lustre mode with one client per file system and set of client-wide

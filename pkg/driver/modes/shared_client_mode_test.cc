@@ -5,11 +5,14 @@
 
 #include <sys/mount.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkg/driver/modes/lustre_mode.h"
@@ -503,6 +506,106 @@ TEST_P(DeadClientTest, DeadClientIsReplacedForTheNextPublish) {
       if (calls[i].target != target) continue;
       EXPECT_EQ(calls[i].in_place, target == "/pods/b") << target;
     }
+  }
+}
+
+// Holds every unmount of `target` until Let() (or the wrapper goes).
+class HeldUnmounts : public volume::SyscallsWrapper {
+ public:
+  HeldUnmounts(volume::Syscalls* sys, std::string target)
+      : SyscallsWrapper(sys), target_(std::move(target)) {}
+  ~HeldUnmounts() override { Let(); }
+  absl::Status Unmount(const std::string& target, int flags) override {
+    if (target == target_) {
+      absl::MutexLock lock(&mu_);
+      held_ = true;
+      mu_.Await(absl::Condition(&let_));
+    }
+    return SyscallsWrapper::Unmount(target, flags);
+  }
+  bool AwaitHeld() {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&held_), absl::Seconds(10));
+  }
+  void Let() {
+    absl::MutexLock lock(&mu_);
+    let_ = true;
+  }
+
+ private:
+  const std::string target_;
+  absl::Mutex mu_;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  bool let_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A publish that finds its client dead detaches it only once the
+// unpublishes that were unmounting its binds in place have: detached first,
+// the client would end with such an unmount (its last reference), on the
+// unmounting thread. Past its wait, the publish answers UNAVAILABLE and
+// leaves the client; the retry detaches it.
+TEST_F(SharedClientTest, ADeadClientIsDetachedOnlyAfterItsBindsBeingUnmountedInPlace) {
+  for (bool let_go : {true, false}) {
+    SCOPED_TRACE(let_go ? "let go" : "held past the wait");
+    const std::string a = let_go ? "/pods/a1" : "/pods/a2";
+    const std::string b = let_go ? "/pods/b1" : "/pods/b2";
+    sys_.ResetCounters();
+    HeldUnmounts held(view_.get(), a);
+    SharedClientOptions options{kClients};
+    options.in_place_unmount_wait = let_go ? absl::Seconds(10) : absl::Milliseconds(200);
+    logic_.reset();
+    mode_ = NewSharedClientMode(&held, NewLustreMode(view_.get(), &ns_, {}), options, nullptr);
+    logic_ = std::make_unique<NodeLogic>(NodeOptions{}, &held, mode_.get());
+    ASSERT_TRUE(logic_->Publish(Request(a, "x")).ok());
+    std::string client;
+    for (absl::string_view line : absl::StrSplit(*sys_.ReadMountInfo(), '\n')) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ');
+      if (f.size() > 4 && absl::StartsWith(f[4], std::string(kClients) + "/")) client = f[4];
+    }
+    ASSERT_FALSE(client.empty());
+
+    std::thread unpublish([&] { EXPECT_TRUE(mode_->Unpublish(a).ok()); });
+    ASSERT_TRUE(held.AwaitHeld());
+    ASSERT_TRUE(sys_.BreakMount(client, ESTALE).ok());
+    auto client_detached = [&] {
+      for (const auto& call : sys_.UnmountCalls()) {
+        if (call.target == client) return true;
+      }
+      return false;
+    };
+    if (let_go) {
+      absl::Status published;
+      std::thread publish([&] { published = logic_->Publish(Request(b, "x")); });
+      absl::SleepFor(absl::Milliseconds(300));
+      EXPECT_FALSE(client_detached()) << "detached under an unmount in place of its bind";
+      held.Let();
+      unpublish.join();
+      publish.join();
+      EXPECT_TRUE(published.ok()) << published;
+      EXPECT_TRUE(client_detached());
+      // The held unmount was made in place, before the client went.
+      std::vector<volume::FakeSyscalls::UnmountCall> calls = sys_.UnmountCalls();
+      auto of_a =
+          std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.target == a; });
+      auto of_client = std::find_if(calls.begin(), calls.end(),
+                                    [&](const auto& c) { return c.target == client; });
+      ASSERT_NE(of_a, calls.end());
+      EXPECT_TRUE(of_a->in_place);
+      EXPECT_LT(of_a - calls.begin(), of_client - calls.begin());
+    } else {
+      absl::Status published = logic_->Publish(Request(b, "x"));
+      EXPECT_EQ(published.code(), absl::StatusCode::kUnavailable) << published;
+      EXPECT_THAT(published.message(), HasSubstr("still unmounting"));
+      EXPECT_FALSE(client_detached());
+      held.Let();
+      unpublish.join();
+      published = logic_->Publish(Request(b, "x"));
+      EXPECT_TRUE(published.ok()) << published;
+      EXPECT_TRUE(client_detached());
+    }
+    ASSERT_TRUE(logic_->Unpublish("v", b).ok());
+    logic_.reset();
+    mode_.reset();
   }
 }
 
