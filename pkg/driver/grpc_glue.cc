@@ -1,7 +1,5 @@
 #include "pkg/driver/grpc_glue.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "pkg/server/grpc_status.h"
 
@@ -55,20 +53,6 @@ void CallMetrics::Observe(const std::string& method, const grpc::Status& status,
   if (calls_ == nullptr) return;
   calls_->Increment({method, server::StatusCodeName(status.error_code())});
   latency_->Observe({method}, absl::ToDoubleSeconds(clock_->Now() - start));
-}
-
-absl::Duration CallerWaitUntil(std::chrono::system_clock::time_point deadline, absl::Time now) {
-  if (deadline == std::chrono::system_clock::time_point::max()) {
-    return absl::InfiniteDuration();
-  }
-  absl::Duration left = absl::FromChrono(deadline) - now;
-  if (left <= absl::ZeroDuration()) return absl::ZeroDuration();
-  return left - std::min(left / 10, absl::Seconds(1));
-}
-
-absl::Duration CallerWait(const grpc::ServerContext* ctx) {
-  if (ctx == nullptr) return absl::InfiniteDuration();
-  return CallerWaitUntil(ctx->deadline(), absl::Now());
 }
 
 }  // namespace lustre_csi::driver

@@ -6,7 +6,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <chrono>
 #include <string>
 
 #include "absl/status/status.h"
@@ -44,15 +43,6 @@ class CallMetrics {
   server::Counter* calls_ = nullptr;
   server::Histogram* latency_ = nullptr;
 };
-
-// How long a call may wait for its work before it answers, so that the
-// answer reaches a caller with the given deadline before it gives up: the
-// time left, less a tenth of it (at most 1 s). Infinite for a caller
-// without a deadline (time_point::max, as gRPC gives it); zero once the
-// deadline has passed.
-absl::Duration CallerWaitUntil(std::chrono::system_clock::time_point deadline, absl::Time now);
-// The same for the call of `ctx` (null: infinite).
-absl::Duration CallerWait(const grpc::ServerContext* ctx);
 
 // Runs `body` (returning absl::Status), records the call (count by code,
 // latency) and returns the gRPC status. It logs nothing: the logic behind

@@ -32,20 +32,6 @@ TEST(CallMetricsTest, LatencyComesFromTheClock) {
 
 // A call answers before its caller's deadline: a tenth of the time left
 // earlier, at most 1 s; at once past it; no deadline, no limit.
-TEST(CallerWaitTest, AnswersBeforeTheCallersDeadline) {
-  const absl::Time now = absl::FromUnixSeconds(1800000000);
-  auto at = [&](absl::Duration d) { return absl::ToChronoTime(now + d); };
-  EXPECT_EQ(CallerWaitUntil(at(absl::Seconds(120)), now), absl::Seconds(119));
-  EXPECT_EQ(CallerWaitUntil(at(absl::Seconds(5)), now), absl::Milliseconds(4500));
-  EXPECT_EQ(CallerWaitUntil(at(absl::ZeroDuration()), now), absl::ZeroDuration());
-  EXPECT_EQ(CallerWaitUntil(at(-absl::Seconds(3)), now), absl::ZeroDuration());
-  EXPECT_EQ(CallerWaitUntil(std::chrono::system_clock::time_point::max(), now),
-            absl::InfiniteDuration());
-  grpc::ServerContext none;  // not from a call: no deadline
-  EXPECT_EQ(CallerWait(&none), absl::InfiniteDuration());
-  EXPECT_EQ(CallerWait(nullptr), absl::InfiniteDuration());
-}
-
 TEST(ToGrpcStatusTest, KeepsCodeAndMessage) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
   grpc::Status s = ToGrpcStatus(absl::NotFoundError("volume path /x does not exist"));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "pkg/server/caller_deadline.h"
 #include "pkg/volume/metrics.h"
 
 namespace lustre_csi::driver {
@@ -121,7 +122,7 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext* ctx,
       publish.volume_mount_group = gid;
     }
     publish.volume_context = ToMap(req->volume_context());
-    return logic_->Publish(publish, CallerWait(ctx));
+    return logic_->Publish(publish, server::CallerWait(ctx));
   });
 }
 
@@ -131,7 +132,7 @@ grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext* ctx,
   return Serve(metrics_, "NodeUnpublishVolume", [&]() -> absl::Status {
     if (req->volume_id().empty()) return absl::InvalidArgumentError("volume_id missing");
     if (req->target_path().empty()) return absl::InvalidArgumentError("target_path missing");
-    return logic_->Unpublish(req->volume_id(), req->target_path(), CallerWait(ctx));
+    return logic_->Unpublish(req->volume_id(), req->target_path(), server::CallerWait(ctx));
   });
 }
 
@@ -228,7 +229,7 @@ grpc::Status ControllerService::CreateVolume(grpc::ServerContext* ctx,
     args.limit_bytes = req->capacity_range().limit_bytes();
     args.requisite = ToTopologies(req->accessibility_requirements().requisite());
     args.preferred = ToTopologies(req->accessibility_requirements().preferred());
-    absl::StatusOr<CreatedVolume> created = logic_->Create(args, CallerWait(ctx));
+    absl::StatusOr<CreatedVolume> created = logic_->Create(args, server::CallerWait(ctx));
     if (!created.ok()) return created.status();
     csi::v1::Volume* volume = res->mutable_volume();
     volume->set_volume_id(created->volume_id);
@@ -245,7 +246,7 @@ grpc::Status ControllerService::DeleteVolume(grpc::ServerContext* ctx,
                                              const csi::v1::DeleteVolumeRequest* req,
                                              csi::v1::DeleteVolumeResponse*) {
   return Serve(metrics_, "DeleteVolume",
-               [&] { return logic_->Delete(req->volume_id(), CallerWait(ctx)); });
+               [&] { return logic_->Delete(req->volume_id(), server::CallerWait(ctx)); });
 }
 
 grpc::Status ControllerService::ValidateVolumeCapabilities(
@@ -256,8 +257,8 @@ grpc::Status ControllerService::ValidateVolumeCapabilities(
     if (req->volume_capabilities().empty()) {
       return absl::InvalidArgumentError("volume_capabilities missing");
     }
-    if (absl::Status s =
-            logic_->CheckExists(req->volume_id(), ToMap(req->volume_context()), CallerWait(ctx));
+    if (absl::Status s = logic_->CheckExists(req->volume_id(), ToMap(req->volume_context()),
+                                             server::CallerWait(ctx));
         !s.ok()) {
       return s;
     }
@@ -300,7 +301,7 @@ grpc::Status ControllerService::ControllerExpandVolume(
     }
     absl::StatusOr<ExpandedVolume> expanded =
         logic_->Expand(req->volume_id(), req->capacity_range().required_bytes(),
-                       req->capacity_range().limit_bytes(), CallerWait(ctx));
+                       req->capacity_range().limit_bytes(), server::CallerWait(ctx));
     if (!expanded.ok()) return expanded.status();
     res->set_capacity_bytes(expanded->capacity_bytes);
     res->set_node_expansion_required(false);
