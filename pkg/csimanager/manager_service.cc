@@ -1,10 +1,10 @@
 #include "pkg/csimanager/manager_service.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "absl/time/clock.h"
 #include "pkg/csimanager/manager_proto.h"
+#include "pkg/server/caller_deadline.h"
 #include "pkg/server/grpc_status.h"
 
 namespace lustre_csi::csimanager {
@@ -53,7 +53,7 @@ class ManagerService final : public ::lustre_csi::manager::v1::PluginManager::Se
     if (!type.ok()) return server::ToGrpcStatus(type.status());
     absl::Time deadline =
         absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request->timeout_ms()));
-    deadline = std::min(deadline, absl::FromChrono(context->deadline()));
+    deadline = std::min(deadline, server::AnswerBy(context));
     absl::StatusOr<PluginStatus> status =
         manager_->WaitForPlugin(type->value_or(PluginType::kNode), request->name(), deadline);
     if (!status.ok()) return server::ToGrpcStatus(status.status());
@@ -61,22 +61,24 @@ class ManagerService final : public ::lustre_csi::manager::v1::PluginManager::Se
     return grpc::Status::OK;
   }
 
-  grpc::Status MountVolume(Context*, const pb::MountVolumeRequest* request,
+  grpc::Status MountVolume(Context* context, const pb::MountVolumeRequest* request,
                            pb::MountVolumeResponse* response) {
     if (grpc::Status s = RequireNonEmpty(request->plugin(), "plugin"); !s.ok()) return s;
     absl::StatusOr<MountRequest> mount = FromProto(*request);
     if (!mount.ok()) return server::ToGrpcStatus(mount.status());
+    mount->answer_by = server::AnswerBy(context);
     absl::StatusOr<MountInfo> info = manager_->MountVolume(request->plugin(), *mount);
     if (!info.ok()) return server::ToGrpcStatus(info.status());
     *response->mutable_mount() = ToProto(*info);
     return grpc::Status::OK;
   }
 
-  grpc::Status UnmountVolume(Context*, const pb::UnmountVolumeRequest* request,
+  grpc::Status UnmountVolume(Context* context, const pb::UnmountVolumeRequest* request,
                              pb::UnmountVolumeResponse* response) {
     if (grpc::Status s = RequireNonEmpty(request->plugin(), "plugin"); !s.ok()) return s;
     absl::StatusOr<UnmountRequest> unmount = FromProto(*request);
     if (!unmount.ok()) return server::ToGrpcStatus(unmount.status());
+    unmount->answer_by = server::AnswerBy(context);
     absl::StatusOr<UnmountResult> result = manager_->UnmountVolume(request->plugin(), *unmount);
     if (!result.ok()) return server::ToGrpcStatus(result.status());
     response->set_unstaged(result->unstaged);

@@ -3,7 +3,10 @@
 // manager, and turns absl::Status into grpc::Status in one place.
 //
 // WaitForPlugin waits until timeout_ms has passed or the call's own deadline,
-// whichever is sooner; an unspecified type means a node plugin.
+// whichever is sooner; an unspecified type means a node plugin. Every call
+// with a deadline answers shortly before it (server::AnswerBy): WaitForPlugin
+// and MountVolume/UnmountVolume, whose waits for the volume's earlier
+// operations, plugin calls and retries stop there.
 //
 // Thread-safe (gRPC calls it from many threads). The manager is not owned and
 // must outlive the service and the server it is registered with. Every call

@@ -225,6 +225,32 @@ TEST_F(ManagerServiceTest, MountLifecycle) {
   EXPECT_FALSE(has_response.mounted());
 }
 
+// A plugin that does not answer: the mount is answered by the manager,
+// before the caller's deadline, with what it was waiting for, instead of
+// the caller's transport giving up with nothing (and the manager going on
+// with its retries for minutes, holding the volume).
+TEST_F(ManagerServiceTest, AMountIsAnsweredBeforeTheCallersDeadline) {
+  WaitHealthy();
+  plugin_->SetHang("NodeStageVolume", true);
+  grpc::ClientContext context;
+  const absl::Time start = absl::Now();
+  context.set_deadline(absl::ToChronoTime(start + absl::Seconds(3)));
+  pb::MountVolumeResponse mounted;
+  grpc::Status status = stub_->MountVolume(&context, MountRequest("a1"), &mounted);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("mounting"));
+  EXPECT_LT(took, absl::Seconds(3));
+  EXPECT_GE(took, absl::Milliseconds(2500));
+  EXPECT_EQ(plugin_->Calls("NodeStageVolume"), 1) << "retried past the caller's deadline";
+
+  // The volume is not held: the next mount goes through once the plugin
+  // answers.
+  plugin_->SetHang("NodeStageVolume", false);
+  status = stub_->MountVolume(Context().get(), MountRequest("a2"), &mounted);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
 TEST_F(ManagerServiceTest, DrainOverTheApi) {
   WaitHealthy();
   pb::MountVolumeResponse mounted;

@@ -33,6 +33,10 @@ struct MountRequest {
   std::map<std::string, std::string> publish_context;
   std::map<std::string, std::string> volume_context;
   std::map<std::string, std::string> secrets;  // passed to the plugin, never stored
+  // When the caller stops waiting (real time; its gRPC deadline less a
+  // margin, server::AnswerBy): no wait for the volume's earlier operations,
+  // plugin call or retry goes past it.
+  absl::Time answer_by = absl::InfiniteFuture();
 };
 
 struct UnmountRequest {
@@ -41,6 +45,7 @@ struct UnmountRequest {
   std::string remote_id;  // used only when no claim is recorded
   std::string alloc_id;
   VolumeUsage usage;
+  absl::Time answer_by = absl::InfiniteFuture();  // as MountRequest's
 };
 
 struct UnmountResult {

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace lustre_csi::csimanager {
 
 KeyedQueue::Turn::~Turn() {
@@ -12,20 +14,34 @@ KeyedQueue::Turn::Turn(Turn&& other) noexcept
     : queue_(std::exchange(other.queue_, nullptr)), key_(std::move(other.key_)) {}
 
 KeyedQueue::Turn KeyedQueue::Enter(absl::string_view key) {
+  absl::StatusOr<Turn> turn = Enter(key, absl::InfiniteFuture());
+  return *std::move(turn);  // never gives up
+}
+
+absl::StatusOr<KeyedQueue::Turn> KeyedQueue::Enter(absl::string_view key, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   Entry& entry = entries_[std::string(key)];
   uint64_t ticket = entry.next_ticket++;
   ++entry.queued;
   auto my_turn = [&entry, ticket]() { return entry.serving == ticket; };
-  mu_.Await(absl::Condition(&my_turn));
+  if (!mu_.AwaitWithDeadline(absl::Condition(&my_turn), deadline)) {
+    // Someone ahead still holds the key (so the entry stays): the ticket is
+    // skipped when the line reaches it.
+    entry.given_up.insert(ticket);
+    --entry.queued;
+    return absl::DeadlineExceededError(absl::StrCat(
+        "an earlier operation on ", key, " is still in progress; gave up waiting for it"));
+  }
   return Turn(this, std::string(key));
 }
 
 void KeyedQueue::Leave(const std::string& key) {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(key);
-  ++it->second.serving;
-  if (--it->second.queued == 0) entries_.erase(it);
+  Entry& entry = it->second;
+  ++entry.serving;
+  while (entry.given_up.erase(entry.serving) > 0) ++entry.serving;
+  if (--entry.queued == 0) entries_.erase(it);
 }
 
 int KeyedQueue::Queued(absl::string_view key) {

@@ -2,8 +2,10 @@
 // different keys proceed in parallel.
 //
 // Enter(key) blocks until every earlier caller for that key has released its
-// Turn, so operations on one volume are queued, never rejected. Bookkeeping
-// for a key disappears when nobody holds or waits for it.
+// Turn, so operations on one volume are queued, never rejected, unless the
+// caller gives up at a deadline of its own: then its place goes, and those
+// behind it move up as if it had come and gone. Bookkeeping for a key
+// disappears when nobody holds or waits for it.
 //
 // Thread-safe. A Turn must not outlive its queue.
 #ifndef LUSTRE_CSI_PKG_CSIMANAGER_INTERNAL_KEYED_QUEUE_H_
@@ -11,10 +13,12 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -44,6 +48,8 @@ class KeyedQueue {
 
   // Blocks until it is this caller's turn for `key`.
   Turn Enter(absl::string_view key);
+  // The same, but gives up at `deadline` (real time): DEADLINE_EXCEEDED.
+  absl::StatusOr<Turn> Enter(absl::string_view key, absl::Time deadline);
 
   // Callers holding or waiting for `key`.
   int Queued(absl::string_view key);
@@ -55,6 +61,7 @@ class KeyedQueue {
     uint64_t next_ticket = 0;
     uint64_t serving = 0;
     int queued = 0;
+    std::set<uint64_t> given_up;  // tickets whose callers left before their turn
   };
 
   void Leave(const std::string& key);

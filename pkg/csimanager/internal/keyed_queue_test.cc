@@ -4,7 +4,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace lustre_csi::csimanager {
@@ -44,6 +46,43 @@ TEST(KeyedQueueTest, OtherKeysDoNotWait) {
   other.join();  // would hang if "b" waited for "a"
   EXPECT_EQ(queue.Queued("a"), 1);
   EXPECT_EQ(queue.Queued("b"), 0);
+}
+
+// A caller that gives up at its deadline leaves the line: the ones behind
+// it are served in order without it, and a later caller is not held up by
+// its place.
+TEST(KeyedQueueTest, ACallerThatGivesUpLeavesItsPlace) {
+  KeyedQueue queue;
+  std::vector<std::string> order;
+  absl::Mutex mu;
+  std::thread after;
+  {
+    KeyedQueue::Turn held = queue.Enter("vol");
+    absl::Time start = absl::Now();
+    absl::StatusOr<KeyedQueue::Turn> late =
+        queue.Enter("vol", absl::Now() + absl::Milliseconds(100));
+    EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
+    EXPECT_EQ(queue.Queued("vol"), 1);
+    // Two more give up behind the holder, one waits; then one more gives up
+    // behind the waiter.
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_FALSE(queue.Enter("vol", absl::Now() + absl::Milliseconds(10)).ok());
+    }
+    after = std::thread([&] {
+      KeyedQueue::Turn turn = queue.Enter("vol");
+      absl::MutexLock lock(&mu);
+      order.push_back("waiter");
+    });
+    ASSERT_TRUE(queue.AwaitQueued("vol", 2, kGuard));
+    EXPECT_FALSE(queue.Enter("vol", absl::Now() + absl::Milliseconds(10)).ok());
+    EXPECT_EQ(queue.Queued("vol"), 2);
+  }
+  after.join();  // would hang if the line waited for a place given up
+  EXPECT_EQ(order, std::vector<std::string>{"waiter"});
+  EXPECT_EQ(queue.Queued("vol"), 0);
+  absl::StatusOr<KeyedQueue::Turn> now = queue.Enter("vol", absl::Now() + kGuard);
+  EXPECT_TRUE(now.ok()) << now.status();
 }
 
 TEST(KeyedQueueTest, TurnsMove) {

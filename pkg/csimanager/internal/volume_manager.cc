@@ -132,19 +132,30 @@ absl::StatusOr<std::shared_ptr<InstanceManager>> VolumeManager::Instance(bool re
 }
 
 absl::Status VolumeManager::WithRetries(
-    absl::string_view what, const std::function<absl::Status(const CallOptions&)>& call) {
+    absl::string_view what, absl::Time answer_by,
+    const std::function<absl::Status(const CallOptions&)>& call) {
   const RetryPolicy& retry = options_.retry;
   absl::Duration backoff = retry.initial_backoff;
   absl::Status status;
   int attempt = 0;
   while (true) {
     ++attempt;
+    const absl::Duration left = answer_by - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(what, " not called: the caller's deadline has passed"));
+    }
     CallOptions options;
-    options.timeout = retry.per_attempt_timeout;
+    options.timeout = std::min(retry.per_attempt_timeout, left);
     options.cancel = cancel_;
     status = call(options);
     if (status.ok() || !IsRetryable(status.code())) return status;
     if (attempt >= retry.max_attempts || (cancel_ != nullptr && cancel_->cancelled())) break;
+    if (absl::Now() + backoff >= answer_by) {
+      return base::WithMessage(
+          status, absl::StrCat(status.message(), " (gave up after ", attempt,
+                               " attempts: the caller's deadline comes before the next)"));
+    }
     LOG(WARNING) << what << " failed (attempt " << attempt << " of " << retry.max_attempts
                  << "), retrying in " << backoff << ": " << status;
     if (!clock_->SleepFor(backoff, cancel_)) {
@@ -163,12 +174,12 @@ int VolumeManager::UsageCount(const std::string& namespace_, const std::string& 
   return staging.has_value() ? book_.OtherUsers(*staging, ClaimKey()) : 0;
 }
 
-absl::Status VolumeManager::Unstage(StagingRecord record) {
+absl::Status VolumeManager::Unstage(StagingRecord record, absl::Time answer_by) {
   record.state = StagingState::kUnstaging;
   RETURN_IF_ERROR(book_.SaveStaging(record));
   ASSIGN_OR_RETURN(std::shared_ptr<InstanceManager> instance, Instance(false));
   ASSIGN_OR_RETURN(CsiClient * client, instance->Client());
-  return IgnoreNotFound(WithRetries("NodeUnstageVolume", [&](const CallOptions& o) {
+  return IgnoreNotFound(WithRetries("NodeUnstageVolume", answer_by, [&](const CallOptions& o) {
     return client->NodeUnstageVolume(record.remote_id, record.path, o);
   }));
 }
@@ -185,7 +196,7 @@ void VolumeManager::RemoveDirs(const std::string& path, const std::string& stop_
 }
 
 absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKey& key,
-                                               StageOutcome stage) {
+                                               StageOutcome stage, absl::Time answer_by) {
   absl::StatusOr<bool> target_mounted = mounts_->IsMountPoint(claim.mount.target);
   if (!target_mounted.ok() || *target_mounted) {
     return absl::FailedPreconditionError(
@@ -199,7 +210,7 @@ absl::Status VolumeManager::CleanUpFailedMount(const Claim& claim, const ClaimKe
   if (record.has_value() && book_.OtherUsers(claim.mount.source, key) == 0) {
     if (stage == StageOutcome::kStaged || stage == StageOutcome::kMaybeStaged) {
       // Undo the stage this call made (or may have made).
-      absl::Status unstaged = Unstage(*record);
+      absl::Status unstaged = Unstage(*record, answer_by);
       if (!unstaged.ok()) {
         return base::WithMessage(
             unstaged, absl::StrCat("undoing the stage failed too (", unstaged.message(),
@@ -221,7 +232,8 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
   ASSIGN_OR_RETURN(
       Layout at, LayoutOf(request.namespace_, request.volume_id, request.alloc_id, request.usage));
   std::string what = DescribeClaim(at.key);
-  KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
+  absl::StatusOr<KeyedQueue::Turn> turn = queue_.Enter(at.volume_key, request.answer_by);
+  if (!turn.ok()) return Annotate(turn.status(), absl::StrCat("mounting ", what));
   std::optional<Claim> existing = book_.UseRecordedPaths(at.key, &at.staging, &at.target);
   if (existing.has_value()) {
     if (existing->remote_id != request.remote_id) {
@@ -282,7 +294,7 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
         stage.publish_context = request.publish_context;
         stage.volume_context = request.volume_context;
         stage.secrets = request.secrets;
-        result = WithRetries("NodeStageVolume", [&](const CallOptions& o) {
+        result = WithRetries("NodeStageVolume", request.answer_by, [&](const CallOptions& o) {
           return client->NodeStageVolume(stage, o);
         });
         if (result.ok()) {
@@ -313,13 +325,13 @@ absl::StatusOr<MountInfo> VolumeManager::MountVolume(const MountRequest& request
       publish.publish_context = request.publish_context;
       publish.volume_context = request.volume_context;
       publish.secrets = request.secrets;
-      result = WithRetries("NodePublishVolume", [&](const CallOptions& o) {
+      result = WithRetries("NodePublishVolume", request.answer_by, [&](const CallOptions& o) {
         return client->NodePublishVolume(publish, o);
       });
     }
   }
   if (!result.ok()) {
-    absl::Status cleanup = CleanUpFailedMount(claim, at.key, stage_outcome);
+    absl::Status cleanup = CleanUpFailedMount(claim, at.key, stage_outcome, request.answer_by);
     std::string message = absl::StrCat("mounting ", what, ": ", result.message());
     if (!cleanup.ok()) absl::StrAppend(&message, "; ", cleanup.message());
     LOG(WARNING) << message;
@@ -337,7 +349,8 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
   ASSIGN_OR_RETURN(
       Layout at, LayoutOf(request.namespace_, request.volume_id, request.alloc_id, request.usage));
   std::string what = DescribeClaim(at.key);
-  KeyedQueue::Turn turn = queue_.Enter(at.volume_key);
+  absl::StatusOr<KeyedQueue::Turn> turn = queue_.Enter(at.volume_key, request.answer_by);
+  if (!turn.ok()) return Annotate(turn.status(), absl::StrCat("unmounting ", what));
   std::optional<Claim> existing = book_.UseRecordedPaths(at.key, &at.staging, &at.target);
   const std::string& target = at.target;  // the claim's own when there is one
   const std::string staging =
@@ -364,10 +377,9 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
       }
       absl::StatusOr<CsiClient*> c = client();
       if (!c.ok()) return Annotate(c.status(), absl::StrCat("unmounting ", what));
-      absl::Status result =
-          IgnoreNotFound(WithRetries("NodeUnpublishVolume", [&](const CallOptions& o) {
-            return (*c)->NodeUnpublishVolume(remote_id, target, o);
-          }));
+      absl::Status result = IgnoreNotFound(WithRetries(
+          "NodeUnpublishVolume", request.answer_by,
+          [&](const CallOptions& o) { return (*c)->NodeUnpublishVolume(remote_id, target, o); }));
       if (!result.ok()) return Annotate(result, absl::StrCat("unmounting ", what));
       absl::StatusOr<bool> still = mounts_->IsMountPoint(target);
       if (!still.ok()) return still.status();
@@ -415,7 +427,7 @@ absl::StatusOr<UnmountResult> VolumeManager::UnmountVolume(const UnmountRequest&
     record = StagingRecord{plugin_,   staging,      request.namespace_,   request.volume_id,
                            remote_id, at.key.usage, StagingState::kStaged};
   }
-  absl::Status result = Unstage(*record);
+  absl::Status result = Unstage(*record, request.answer_by);
   if (!result.ok()) return Annotate(result, absl::StrCat("unstaging ", what));
   absl::StatusOr<bool> still = mounts_->IsMountPoint(staging);
   if (!still.ok()) return still.status();

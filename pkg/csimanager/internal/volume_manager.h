@@ -147,8 +147,9 @@ class VolumeManager {
   };
   absl::StatusOr<Layout> LayoutOf(const std::string& namespace_, const std::string& volume_id,
                                   const std::string& alloc_id, const VolumeUsage& usage) const;
-  // Runs `call` with the retry policy.
-  absl::Status WithRetries(absl::string_view what,
+  // Runs `call` with the retry policy, each attempt's deadline and the
+  // retries cut short at `answer_by` (real time).
+  absl::Status WithRetries(absl::string_view what, absl::Time answer_by,
                            const std::function<absl::Status(const CallOptions&)>& call);
   absl::StatusOr<std::shared_ptr<InstanceManager>> Instance(bool require_healthy);
   // Removes `path` and its empty parents up to (not including) `stop_at`.
@@ -164,10 +165,13 @@ class VolumeManager {
   // Undoes what a failed mount did, in reverse order (the publish's
   // directories, then the stage this call made when no one else uses it),
   // and drops its claim; an error says what could not be undone (the claim
-  // is then kept, and the staging record too).
-  absl::Status CleanUpFailedMount(const Claim& claim, const ClaimKey& key, StageOutcome stage);
-  // Records the unstage, then calls NodeUnstageVolume (NOT_FOUND is done).
-  absl::Status Unstage(StagingRecord record);
+  // is then kept, and the staging record too). The undo's plugin calls stop
+  // at the request's `answer_by` too.
+  absl::Status CleanUpFailedMount(const Claim& claim, const ClaimKey& key, StageOutcome stage,
+                                  absl::Time answer_by);
+  // Records the unstage, then calls NodeUnstageVolume (NOT_FOUND is done)
+  // until `answer_by`.
+  absl::Status Unstage(StagingRecord record, absl::Time answer_by);
 
   const std::string plugin_;
   const VolumeManagerOptions options_;

@@ -721,6 +721,66 @@ TEST_F(VolumeManagerTest, EachAttemptHasItsOwnDeadline) {
   EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 2);
 }
 
+// The caller's deadline cuts an attempt that would run longer (each has
+// 2 min) and the retries that would start after it.
+TEST_F(VolumeManagerTest, TheCallersDeadlineCutsTheAttemptAndTheRetries) {
+  StartPlugin(false);
+  auto manager = NewManager();
+  ASSERT_TRUE(instance_->Fingerprint().ok());
+  plugin_->SetHang("NodePublishVolume", true);
+  MountRequest request = Mount("a1");
+  const absl::Time start = absl::Now();
+  request.answer_by = start + absl::Milliseconds(300);
+  absl::Status status = manager->MountVolume(request).status();
+  plugin_->SetHang("NodePublishVolume", false);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 1);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("caller's deadline comes before the next"));
+  EXPECT_THAT(StoredClaims(), IsEmpty()) << "the failed mount was not undone";
+
+  // A failure that would be retried after a backoff (1 s) is answered at
+  // once when the caller's deadline comes before the retry.
+  plugin_->FailNext("NodePublishVolume", grpc::Status(grpc::StatusCode::UNAVAILABLE, "busy"), 1);
+  request.answer_by = absl::Now() + absl::Milliseconds(500);
+  status = manager->MountVolume(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("gave up after 1 attempts"));
+  EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 2);
+
+  // Past the deadline, nothing is called.
+  request.answer_by = absl::Now() - absl::Seconds(1);
+  status = manager->MountVolume(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 2);
+  EXPECT_TRUE(manager->MountVolume(Mount("a1")).ok());
+}
+
+// A call that finds the volume busy with an earlier operation waits for it
+// only until its caller's deadline, reaching no plugin.
+TEST_F(VolumeManagerTest, AWaitBehindAnEarlierOperationEndsAtTheCallersDeadline) {
+  StartPlugin(false);
+  auto manager = NewManager();
+  ASSERT_TRUE(instance_->Fingerprint().ok());
+  plugin_->SetHang("NodePublishVolume", true);
+  std::thread first([&] { EXPECT_TRUE(manager->MountVolume(Mount("a1")).ok()); });
+  ASSERT_TRUE(plugin_->AwaitCalls("NodePublishVolume", 1));
+  MountRequest second = Mount("a2");
+  second.answer_by = absl::Now() + absl::Milliseconds(200);
+  absl::Status status = manager->MountVolume(second).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("still in progress"));
+  UnmountRequest unmount = Unmount("a1");
+  unmount.answer_by = absl::Now() + absl::Milliseconds(200);
+  EXPECT_EQ(manager->UnmountVolume(unmount).status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(plugin_->Calls("NodePublishVolume"), 1);
+  EXPECT_EQ(manager->QueuedOperations("default", "vol-1"), 1);
+  plugin_->SetHang("NodePublishVolume", false);
+  first.join();
+  EXPECT_TRUE(manager->MountVolume(Mount("a2")).ok());
+  EXPECT_EQ(manager->QueuedOperations("default", "vol-1"), 0);
+}
+
 TEST_F(VolumeManagerTest, FailedPublishUndoesItsStage) {
   StartPlugin(/*stage_unstage=*/true);
   auto manager = NewManager();
