@@ -2,9 +2,16 @@
 // Kubernetes API server (e2e/standin_apiserver.cc) over real TLS, with a CA,
 // a server certificate and a service-account directory this test makes, as
 // Kubernetes mounts them into a pod.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -171,6 +178,31 @@ TEST_F(TaintE2eTest, AServerThatIsDownIsWaitedFor) {
   ASSERT_TRUE(WaitUntil([&] { return absl::StrContains(NodeLog(), "removed taint"); }))
       << NodeLog();
   EXPECT_TRUE(Removed());
+}
+
+// An API server that takes the connection and never answers (TLS never
+// starts): SIGTERM ends the node at once; it does not wait out the 10 s
+// bound of the call in flight.
+TEST_F(TaintE2eTest, AStoppingNodeDoesNotWaitForAServerThatDoesNotAnswer) {
+  int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(silent, 0) << strerror(errno);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << strerror(errno);
+  ASSERT_EQ(listen(silent, 8), 0);
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  // Its call is in flight once the connection waits to be accepted.
+  pollfd pending{silent, POLLIN, 0};
+  EXPECT_EQ(poll(&pending, 1, 10000), 1) << NodeLog();
+  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time start = absl::Now();
+  node_->Signal(SIGTERM);
+  EXPECT_TRUE(WaitUntil([&] { return !node_->running(); }, absl::Seconds(15))) << NodeLog();
+  RecordProperty("sigterm_exit_ms", absl::ToInt64Milliseconds(absl::Now() - start));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "waited for the silent API server";
+  close(silent);
 }
 
 TEST_F(TaintE2eTest, AServerWithACertificateFromAnotherCaIsNeverTrusted) {
