@@ -1,6 +1,9 @@
 // Crashes at exact system calls, injected with strace into the real binary:
 // kill -9 of the node plugin at every mount-family system call of a publish
-// (and every unmount step of an unpublish), kill -9 of the plugin manager at
+// (and every unmount step of an unpublish), in local mode and in the shipped
+// shared-client mode (where the mount helper, killed at its own calls, or
+// left mounting by a node killed meanwhile, is part of it), kill -9 of the
+// plugin manager at
 // every write and sync of its SQLite store during a MountVolume and an
 // UnmountVolume, and a node plugin that dies while the manager waits on a
 // publish. After each crash the process is restarted and must converge:
@@ -14,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,14 +63,26 @@ enum class When { kEntry, kExit };
 struct NodeCrashCase {
   Op op;
   When when;
+  // The shipped mode (one shared client per file system, every publish a
+  // bind of it, the client mounted by a stand-in mount.lustre) instead of
+  // local mode.
+  bool shared = false;
 };
 
 std::string CaseName(const testing::TestParamInfo<NodeCrashCase>& info) {
   std::string op = info.param.op == Op::kPublishReadWrite  ? "PublishReadWrite"
                    : info.param.op == Op::kPublishReadOnly ? "PublishReadOnly"
                                                            : "Unpublish";
-  return op + (info.param.when == When::kEntry ? "KilledAtEntry" : "KilledAfterReturn");
+  return absl::StrCat(info.param.shared ? "Shared" : "", op,
+                      info.param.when == When::kEntry ? "KilledAtEntry" : "KilledAfterReturn");
 }
+
+// What a crash injected into a call did.
+enum class Crash {
+  kNone,          // the call finished first (it makes fewer such system calls)
+  kNode,          // the node died
+  kHelperKilled,  // the mount helper, a child of the node, died; the node lives
+};
 
 class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
  protected:
@@ -76,6 +92,29 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
     ASSERT_EQ(mount("tmpfs", tmp_.Join("lustre/lustrefs").c_str(), "tmpfs", 0, "size=16m"), 0);
     ASSERT_TRUE(WriteFile(tmp_.Join("lustre/lustrefs/marker"), "data").ok());
     ASSERT_EQ(mkdir(tmp_.Join("pods").c_str(), 0755), 0);
+    if (GetParam().shared) {
+      ASSERT_EQ(mkdir(tmp_.Join("work").c_str(), 0755), 0);
+      // The kubelet directory, a shared mount as under a Bidirectional
+      // volume.
+      ASSERT_EQ(
+          mount(tmp_.Join("pods").c_str(), tmp_.Join("pods").c_str(), nullptr, MS_BIND, nullptr),
+          0);
+      ASSERT_EQ(mount(nullptr, tmp_.Join("pods").c_str(), nullptr, MS_SHARED, nullptr), 0);
+      // The stand-in mount.lustre: a tmpfs named like a Lustre client
+      // mount, filled with a copy of the file system.
+      ASSERT_TRUE(
+          WriteFile(tmp_.Join("mount"),
+                    absl::StrCat("#!/bin/sh\n"
+                                 "[ \"$1\" = -V ] && { echo 'mount.lustre stand-in'; exit 0; }\n"
+                                 "for last; do :; done\n"
+                                 "mount -t tmpfs 10.0.0.4@tcp:/lustrefs \"$last\" || exit 19\n"
+                                 "mount --make-shared \"$last\" || exit 19\n"
+                                 "exec cp -a ",
+                                 tmp_.Join("lustre/lustrefs"), "/. \"$last\"/\n"))
+              .ok());
+      ASSERT_EQ(chmod(tmp_.Join("mount").c_str(), 0755), 0);
+      ASSERT_TRUE(PretendLustreModuleLoaded(scratch_.path()).ok());
+    }
     socket_ = tmp_.Join("node.sock");
     StartNode();
   }
@@ -84,18 +123,36 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
     node_.reset();
     EXPECT_THAT(ChildProcesses(), IsEmpty());
     EXPECT_THAT(ProcessesMentioning(tmp_.path()), IsEmpty());
-    EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty());
+    EXPECT_THAT(Targets(), IsEmpty());
+    if (GetParam().shared) {
+      EXPECT_THAT(MountsUnder(tmp_.Join("work")), IsEmpty()) << "a client left mounted";
+      umount2(tmp_.Join("pods").c_str(), MNT_DETACH);
+    }
+  }
+
+  // The mounts below pods/ (not pods/ itself, a mount in shared mode).
+  std::vector<std::string> Targets() {
+    std::vector<std::string> out;
+    for (const std::string& m : MountsUnder(tmp_.Join("pods"))) {
+      if (m != tmp_.Join("pods")) out.push_back(m);
+    }
+    return out;
   }
 
   void StartNode() {
     // The socket a killed node left may still accept for a moment (a task of
     // it, dying, holds its descriptors): connect only to the new node's.
     unlink(socket_.c_str());
-    node_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{BinaryPath(), "node", "--nodeid=node-1", "--mount-mode=local",
-                                 "--local-root=" + tmp_.Join("lustre"),
-                                 "--endpoint=unix://" + socket_},
-        tmp_.Join("node.log"));
+    std::vector<std::string> argv = {BinaryPath(), "node", "--nodeid=node-1",
+                                     "--endpoint=unix://" + socket_};
+    if (GetParam().shared) {
+      argv.insert(argv.end(), {"--mount-mode=lustre", "--lustre-client=shared",
+                               "--mount-helper=" + tmp_.Join("mount"), "--mount-namespace=current",
+                               "--working-mount-dir=" + tmp_.Join("work")});
+    } else {
+      argv.insert(argv.end(), {"--mount-mode=local", "--local-root=" + tmp_.Join("lustre")});
+    }
+    node_ = std::make_unique<Subprocess>(argv, tmp_.Join("node.log"));
     ASSERT_TRUE(WaitForSocket(socket_, absl::Seconds(10)).ok()) << ReadFile(tmp_.Join("node.log"));
     stub_ = csi::v1::Node::NewStub(UnixChannel(socket_));
   }
@@ -121,11 +178,12 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
     return op == Op::kUnpublish ? Unpublish(target) : Publish(target, op == Op::kPublishReadOnly);
   }
 
-  // Runs `op` with strace killing the node at the n-th call of `syscall`.
-  // Returns whether the node was killed; false when the operation finished
-  // first (it makes fewer than n such calls).
-  bool RunWithCrash(Op op, When when, const std::string& target, const std::string& syscall,
-                    int n) {
+  // Runs `op` with strace killing the node at the n-th call of `syscall`
+  // by one of its threads, tasks or children (the mount helper: then the
+  // helper dies, or, held after its call returned, the node is killed
+  // meanwhile and the helper goes on).
+  Crash RunWithCrash(Op op, When when, const std::string& target, const std::string& syscall,
+                     int n) {
     std::string inject = when == When::kEntry
                              ? absl::StrCat("inject=", syscall, ":signal=SIGKILL:when=", n)
                              // Held at the return for a minute; the test kills it meanwhile.
@@ -152,23 +210,33 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
     if (status.ok()) {
       EXPECT_TRUE(node_->running());
       EXPECT_THAT(strace.Log(), testing::Not(testing::HasSubstr("(DELAYED)")));
-      return false;
+      return Crash::kNone;
     }
-    EXPECT_EQ(node_->Wait(absl::Seconds(20)), -SIGKILL)
-        << syscall << " #" << n << ": " << status.error_message();
+    // Killed at its entry, the call may have been the helper's: the node
+    // then lives on and answers for it.
+    const bool maybe_helper = GetParam().shared && when == When::kEntry;
+    const int exited = node_->Wait(maybe_helper ? absl::Seconds(2) : absl::Seconds(20));
+    if (maybe_helper && exited == -1) {
+      EXPECT_TRUE(node_->running());
+      EXPECT_THAT(strace.Log(), testing::HasSubstr("+++ killed by SIGKILL"));
+      EXPECT_THAT(status.error_message(), testing::HasSubstr("mount")) << syscall << " #" << n;
+      return Crash::kHelperKilled;
+    }
+    EXPECT_EQ(exited, -SIGKILL) << syscall << " #" << n << ": " << status.error_message();
     EXPECT_EQ(status.error_code(), grpc::UNAVAILABLE) << status.error_message();
     strace.Wait(absl::Seconds(20));
-    return true;
+    return Crash::kNode;
   }
 
   // The one mount at `target` is the volume, read-only exactly when asked.
   void ExpectPublished(const std::string& target, bool read_only, const std::string& where) {
-    EXPECT_THAT(MountsUnder(tmp_.Join("pods")), ElementsAre(target)) << where;
+    EXPECT_THAT(Targets(), ElementsAre(target)) << where;
     EXPECT_EQ(ReadFile(target + "/marker"), "data") << where;
     EXPECT_EQ(Writable(target), !read_only) << where;
   }
 
   TempDir tmp_;
+  static inline TempDir scratch_;  // holds the /proc/filesystems stand-in
   std::string socket_;
   std::unique_ptr<Subprocess> node_;
   std::unique_ptr<csi::v1::Node::Stub> stub_;
@@ -185,12 +253,12 @@ TEST_P(NodeCrashTest, KilledAtEveryMountSyscallRestartConvergesAndLeavesNothing)
       if (op == Op::kUnpublish) {
         ASSERT_TRUE(Publish(target, false).ok()) << where;
       }
-      bool killed = RunWithCrash(op, GetParam().when, target, syscall, n);
+      Crash crash = RunWithCrash(op, GetParam().when, target, syscall, n);
       if (HasFailure()) return;
-      if (!killed) {
+      if (crash == Crash::kNone) {
         // The operation makes fewer than n such calls and finished.
         if (op == Op::kUnpublish) {
-          EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty()) << where;
+          EXPECT_THAT(Targets(), IsEmpty()) << where;
         } else {
           ExpectPublished(target, read_only, where);
           EXPECT_TRUE(Unpublish(target).ok()) << where;
@@ -202,11 +270,11 @@ TEST_P(NodeCrashTest, KilledAtEveryMountSyscallRestartConvergesAndLeavesNothing)
       // What the crash left: for a publish, nothing mounted or exactly the
       // mount asked for (never a writable mount of a read-only request); for
       // an unpublish, the mount as it was or nothing.
-      std::vector<std::string> left = MountsUnder(tmp_.Join("pods"));
+      std::vector<std::string> left = Targets();
       if (!left.empty()) {
         ExpectPublished(target, read_only, where + " (left by the crash)");
       }
-      StartNode();
+      if (crash == Crash::kNode) StartNode();
       if (op != Op::kUnpublish) {
         grpc::Status retry = Publish(target, read_only);
         EXPECT_TRUE(retry.ok()) << where << ": " << retry.error_message() << "\n"
@@ -215,16 +283,20 @@ TEST_P(NodeCrashTest, KilledAtEveryMountSyscallRestartConvergesAndLeavesNothing)
       }
       grpc::Status unpublished = Unpublish(target);
       EXPECT_TRUE(unpublished.ok()) << where << ": " << unpublished.error_message();
-      EXPECT_THAT(MountsUnder(tmp_.Join("pods")), IsEmpty()) << where;
+      EXPECT_THAT(Targets(), IsEmpty()) << where;
+      if (GetParam().shared) {
+        EXPECT_THAT(MountsUnder(tmp_.Join("work")), IsEmpty()) << where << ": a client stayed";
+      }
       EXPECT_NE(access(target.c_str(), F_OK), 0) << where << ": target left behind";
       // Nothing below a target is ever deleted.
       EXPECT_EQ(ReadFile(tmp_.Join("lustre/lustrefs/marker")), "data") << where;
       if (HasFailure()) return;
     }
   }
+  RecordProperty("crashes", crashes);
   // The test really crashed the node: at least once per mount step.
   EXPECT_GE(crashes, op == Op::kPublishReadOnly ? 2 : 1);
-  EXPECT_EQ(rmdir(tmp_.Join("pods").c_str()), 0) << "directories left below pods/";
+  EXPECT_TRUE(std::filesystem::is_empty(tmp_.Join("pods"))) << "directories left below pods/";
 }
 
 INSTANTIATE_TEST_SUITE_P(Crashes, NodeCrashTest,
@@ -233,7 +305,13 @@ INSTANTIATE_TEST_SUITE_P(Crashes, NodeCrashTest,
                                          NodeCrashCase{Op::kPublishReadOnly, When::kEntry},
                                          NodeCrashCase{Op::kPublishReadOnly, When::kExit},
                                          NodeCrashCase{Op::kUnpublish, When::kEntry},
-                                         NodeCrashCase{Op::kUnpublish, When::kExit}),
+                                         NodeCrashCase{Op::kUnpublish, When::kExit},
+                                         NodeCrashCase{Op::kPublishReadWrite, When::kEntry, true},
+                                         NodeCrashCase{Op::kPublishReadWrite, When::kExit, true},
+                                         NodeCrashCase{Op::kPublishReadOnly, When::kEntry, true},
+                                         NodeCrashCase{Op::kPublishReadOnly, When::kExit, true},
+                                         NodeCrashCase{Op::kUnpublish, When::kEntry, true},
+                                         NodeCrashCase{Op::kUnpublish, When::kExit, true}),
                          CaseName);
 
 // ---------------------------------------------------------------------------
