@@ -100,19 +100,9 @@ class NodeCrashTest : public testing::TestWithParam<NodeCrashCase> {
           mount(tmp_.Join("pods").c_str(), tmp_.Join("pods").c_str(), nullptr, MS_BIND, nullptr),
           0);
       ASSERT_EQ(mount(nullptr, tmp_.Join("pods").c_str(), nullptr, MS_SHARED, nullptr), 0);
-      // The stand-in mount.lustre: a tmpfs named like a Lustre client
-      // mount, filled with a copy of the file system.
-      ASSERT_TRUE(
-          WriteFile(tmp_.Join("mount"),
-                    absl::StrCat("#!/bin/sh\n"
-                                 "[ \"$1\" = -V ] && { echo 'mount.lustre stand-in'; exit 0; }\n"
-                                 "for last; do :; done\n"
-                                 "mount -t tmpfs 10.0.0.4@tcp:/lustrefs \"$last\" || exit 19\n"
-                                 "mount --make-shared \"$last\" || exit 19\n"
-                                 "exec cp -a ",
-                                 tmp_.Join("lustre/lustrefs"), "/. \"$last\"/\n"))
-              .ok());
-      ASSERT_EQ(chmod(tmp_.Join("mount").c_str(), 0755), 0);
+      // The stand-in mount.lustre: a tmpfs client filled with a copy of the
+      // file system.
+      ASSERT_TRUE(WriteTmpfsClientHelper(tmp_.Join("mount"), tmp_.Join("lustre/lustrefs")).ok());
       ASSERT_TRUE(PretendLustreModuleLoaded(scratch_.path()).ok());
     }
     socket_ = tmp_.Join("node.sock");

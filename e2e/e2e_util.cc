@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +48,24 @@ absl::Status PretendLustreModuleLoaded(const std::string& scratch) {
   if (absl::Status s = WriteFile(file, list + "nodev\tlustre\n"); !s.ok()) return s;
   if (mount(file.c_str(), "/proc/filesystems", nullptr, MS_BIND, nullptr) != 0) {
     return absl::InternalError(absl::StrCat("bind over /proc/filesystems: ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteTmpfsClientHelper(const std::string& path, const std::string& source,
+                                    const std::string& calls_log) {
+  std::string script = absl::StrCat(
+      "#!/bin/sh\n"
+      "[ \"$1\" = -V ] && { echo 'mount.lustre stand-in'; exit 0; }\n",
+      calls_log.empty() ? "" : absl::StrCat("echo \"$@\" >> ", calls_log, "\n"),
+      "for last; do :; done\n"
+      "mount -t tmpfs 10.0.0.4@tcp:/lustrefs \"$last\" || exit 19\n"
+      "mount --make-shared \"$last\" || exit 19\n"
+      "exec cp -a ",
+      source, "/. \"$last\"/\n");
+  if (absl::Status s = WriteFile(path, script); !s.ok()) return s;
+  if (chmod(path.c_str(), 0755) != 0) {
+    return absl::InternalError(absl::StrCat("chmod ", path, ": ", strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -139,6 +139,15 @@ std::vector<std::string> MountsUnder(const std::string& prefix);
 // namespace's use of it). Only for tests in a private mount namespace.
 absl::Status PretendLustreModuleLoaded(const std::string& scratch);
 
+// Writes at `path` a stand-in mount.lustre for shared Lustre clients: it
+// answers -V; otherwise it records its arguments in `calls_log` (when not
+// empty), mounts a tmpfs named like a Lustre client mount
+// (10.0.0.4@tcp:/lustrefs) at its last argument, makes it shared (as a
+// client mount under the host's kubelet directory is) and fills it with a
+// copy of `source` (symlinks as they are).
+absl::Status WriteTmpfsClientHelper(const std::string& path, const std::string& source,
+                                    const std::string& calls_log = "");
+
 // Process ids of the children of `parent`, zombies included (not yet
 // reaped).
 std::vector<pid_t> ChildrenOf(pid_t parent);

@@ -43,19 +43,9 @@ class SharedClientE2eTest : public testing::Test {
     ASSERT_EQ(mount(nullptr, tmp_.Join("pods").c_str(), nullptr, MS_SHARED, nullptr), 0);
     ASSERT_EQ(
         mount(tmp_.Join("pods").c_str(), tmp_.Join("host").c_str(), nullptr, MS_BIND, nullptr), 0);
-    // The stand-in mount.lustre: a tmpfs named like a Lustre client mount,
-    // filled with a copy of <tmp>/fs (symlinks as they are).
-    std::string script = absl::StrCat(
-        "#!/bin/sh\n"
-        "[ \"$1\" = -V ] && { echo 'mount.lustre stand-in'; exit 0; }\n"
-        "echo \"$@\" >> ",
-        tmp_.Join("calls"), "\n", "for last; do :; done\n",
-        "mount -t tmpfs 10.0.0.4@tcp:/lustrefs \"$last\" || exit 19\n",
-        // A client mount is shared, as it is under the host's kubelet dir.
-        "mount --make-shared \"$last\" || exit 19\n", "exec cp -a ", tmp_.Join("fs"),
-        "/. \"$last\"/\n");
-    ASSERT_TRUE(WriteFile(tmp_.Join("mount"), script).ok());
-    ASSERT_EQ(chmod(tmp_.Join("mount").c_str(), 0755), 0);
+    // The stand-in mount.lustre: a tmpfs client filled with a copy of <tmp>/fs.
+    ASSERT_TRUE(
+        WriteTmpfsClientHelper(tmp_.Join("mount"), tmp_.Join("fs"), tmp_.Join("calls")).ok());
     ASSERT_TRUE(PretendLustreModuleLoaded(scratch_.path()).ok());
     socket_ = tmp_.Join("node.sock");
     port_ = FreePort();

@@ -13,11 +13,6 @@ KeyedQueue::Turn::~Turn() {
 KeyedQueue::Turn::Turn(Turn&& other) noexcept
     : queue_(std::exchange(other.queue_, nullptr)), key_(std::move(other.key_)) {}
 
-KeyedQueue::Turn KeyedQueue::Enter(absl::string_view key) {
-  absl::StatusOr<Turn> turn = Enter(key, absl::InfiniteFuture());
-  return *std::move(turn);  // never gives up
-}
-
 absl::StatusOr<KeyedQueue::Turn> KeyedQueue::Enter(absl::string_view key, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   Entry& entry = entries_[std::string(key)];

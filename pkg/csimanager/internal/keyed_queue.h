@@ -46,10 +46,9 @@ class KeyedQueue {
   KeyedQueue(const KeyedQueue&) = delete;
   KeyedQueue& operator=(const KeyedQueue&) = delete;
 
-  // Blocks until it is this caller's turn for `key`.
-  Turn Enter(absl::string_view key);
-  // The same, but gives up at `deadline` (real time): DEADLINE_EXCEEDED.
-  absl::StatusOr<Turn> Enter(absl::string_view key, absl::Time deadline);
+  // Blocks until it is this caller's turn for `key`, or gives up at
+  // `deadline` (real time): DEADLINE_EXCEEDED.
+  absl::StatusOr<Turn> Enter(absl::string_view key, absl::Time deadline = absl::InfiniteFuture());
 
   // Callers holding or waiting for `key`.
   int Queued(absl::string_view key);

@@ -20,10 +20,10 @@ TEST(KeyedQueueTest, OneKeyRunsInArrivalOrder) {
   std::vector<int> order;
   std::vector<std::thread> threads;
   {
-    KeyedQueue::Turn first = queue.Enter("vol");
+    KeyedQueue::Turn first = *queue.Enter("vol");
     for (int i = 0; i < 5; ++i) {
       threads.emplace_back([&, i] {
-        KeyedQueue::Turn turn = queue.Enter("vol");
+        KeyedQueue::Turn turn = *queue.Enter("vol");
         absl::MutexLock lock(&mu);
         order.push_back(i);
       });
@@ -41,8 +41,8 @@ TEST(KeyedQueueTest, OneKeyRunsInArrivalOrder) {
 
 TEST(KeyedQueueTest, OtherKeysDoNotWait) {
   KeyedQueue queue;
-  KeyedQueue::Turn held = queue.Enter("a");
-  std::thread other([&] { KeyedQueue::Turn turn = queue.Enter("b"); });
+  KeyedQueue::Turn held = *queue.Enter("a");
+  std::thread other([&] { KeyedQueue::Turn turn = *queue.Enter("b"); });
   other.join();  // would hang if "b" waited for "a"
   EXPECT_EQ(queue.Queued("a"), 1);
   EXPECT_EQ(queue.Queued("b"), 0);
@@ -57,7 +57,7 @@ TEST(KeyedQueueTest, ACallerThatGivesUpLeavesItsPlace) {
   absl::Mutex mu;
   std::thread after;
   {
-    KeyedQueue::Turn held = queue.Enter("vol");
+    KeyedQueue::Turn held = *queue.Enter("vol");
     absl::Time start = absl::Now();
     absl::StatusOr<KeyedQueue::Turn> late =
         queue.Enter("vol", absl::Now() + absl::Milliseconds(100));
@@ -70,7 +70,7 @@ TEST(KeyedQueueTest, ACallerThatGivesUpLeavesItsPlace) {
       EXPECT_FALSE(queue.Enter("vol", absl::Now() + absl::Milliseconds(10)).ok());
     }
     after = std::thread([&] {
-      KeyedQueue::Turn turn = queue.Enter("vol");
+      KeyedQueue::Turn turn = *queue.Enter("vol");
       absl::MutexLock lock(&mu);
       order.push_back("waiter");
     });
@@ -88,12 +88,12 @@ TEST(KeyedQueueTest, ACallerThatGivesUpLeavesItsPlace) {
 TEST(KeyedQueueTest, TurnsMove) {
   KeyedQueue queue;
   {
-    KeyedQueue::Turn a = queue.Enter("k");
+    KeyedQueue::Turn a = *queue.Enter("k");
     KeyedQueue::Turn b = std::move(a);
     EXPECT_EQ(queue.Queued("k"), 1);
   }
   EXPECT_EQ(queue.Queued("k"), 0);
-  KeyedQueue::Turn again = queue.Enter("k");
+  KeyedQueue::Turn again = *queue.Enter("k");
 }
 
 }  // namespace
